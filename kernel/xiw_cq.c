@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * xiw completion queues.  The CQE ring is shared with user consumers,
+ * which poll it without a system call; kernel consumers poll it here.
+ */
+#include <linux/log2.h>
+
+#include "xiw.h"
+
+static struct xiw_ring_ctrl *xiw_cq_ctrl(struct xiw_cq *cq)
+{
+	return cq->ring.mem;
+}
+
+static struct xiw_cqe *xiw_cq_entry(struct xiw_cq *cq, u32 index)
+{
+	return cq->ring.mem + XIW_RING_ENTRIES_OFFSET +
+	       (size_t)(index & (cq->ring.num - 1)) * sizeof(struct xiw_cqe);
+}
+
+int xiw_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		  struct ib_udata *udata)
+{
+	struct xiw_device *xdev = to_xiw_dev(ibcq->device);
+	struct xiw_cq *cq = to_xiw_cq(ibcq);
+	struct xiw_uresp_create_cq resp = {};
+	u32 num;
+	int err;
+
+	if (attr->flags || attr->cqe < 1 || attr->cqe > XIW_MAX_CQE)
+		return -EINVAL;
+	if (udata && udata->outlen < sizeof(resp))
+		return -EINVAL;
+	if (atomic_inc_return(&xdev->num_cq) > XIW_MAX_CQ) {
+		err = -ENOMEM;
+		goto err_count;
+	}
+
+	num = roundup_pow_of_two(attr->cqe);
+	err = xiw_ring_alloc(&cq->ring, num, sizeof(struct xiw_cqe), udata,
+			     &resp.cq_mmap_key);
+	if (err)
+		goto err_count;
+	spin_lock_init(&cq->lock);
+	cq->id = atomic_inc_return(&xdev->cq_id_seq);
+	ibcq->cqe = num;
+
+	if (udata) {
+		resp.cq_id = cq->id;
+		resp.num_cqe = num;
+		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		if (err)
+			goto err_ring;
+	}
+	return 0;
+
+err_ring:
+	xiw_ring_free(&cq->ring);
+err_count:
+	atomic_dec(&xdev->num_cq);
+	return err;
+}
+
+int xiw_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
+{
+	struct xiw_cq *cq = to_xiw_cq(ibcq);
+
+	xiw_ring_free(&cq->ring);
+	atomic_dec(&to_xiw_dev(ibcq->device)->num_cq);
+	return 0;
+}
+
+static const enum ib_wc_opcode xiw_wc_opcode_to_ib[] = {
+	[XIW_WC_SEND] = IB_WC_SEND,
+	[XIW_WC_RDMA_WRITE] = IB_WC_RDMA_WRITE,
+	[XIW_WC_RDMA_READ] = IB_WC_RDMA_READ,
+	[XIW_WC_COMP_SWAP] = IB_WC_COMP_SWAP,
+	[XIW_WC_FETCH_ADD] = IB_WC_FETCH_ADD,
+	[XIW_WC_LOCAL_INV] = IB_WC_LOCAL_INV,
+	[XIW_WC_REG_MR] = IB_WC_REG_MR,
+	[XIW_WC_MASKED_COMP_SWAP] = IB_WC_MASKED_COMP_SWAP,
+	[XIW_WC_MASKED_FETCH_ADD] = IB_WC_MASKED_FETCH_ADD,
+};
+
+static const enum ib_wc_status xiw_wc_status_to_ib[] = {
+	[XIW_WC_SUCCESS] = IB_WC_SUCCESS,
+	[XIW_WC_LOC_LEN_ERR] = IB_WC_LOC_LEN_ERR,
+	[XIW_WC_LOC_QP_OP_ERR] = IB_WC_LOC_QP_OP_ERR,
+	[XIW_WC_LOC_PROT_ERR] = IB_WC_LOC_PROT_ERR,
+	[XIW_WC_WR_FLUSH_ERR] = IB_WC_WR_FLUSH_ERR,
+	[XIW_WC_BAD_RESP_ERR] = IB_WC_BAD_RESP_ERR,
+	[XIW_WC_LOC_ACCESS_ERR] = IB_WC_LOC_ACCESS_ERR,
+	[XIW_WC_REM_INV_REQ_ERR] = IB_WC_REM_INV_REQ_ERR,
+	[XIW_WC_REM_ACCESS_ERR] = IB_WC_REM_ACCESS_ERR,
+	[XIW_WC_REM_OP_ERR] = IB_WC_REM_OP_ERR,
+	[XIW_WC_RNR_RETRY_EXC_ERR] = IB_WC_RNR_RETRY_EXC_ERR,
+	[XIW_WC_FATAL_ERR] = IB_WC_FATAL_ERR,
+	[XIW_WC_GENERAL_ERR] = IB_WC_GENERAL_ERR,
+};
+
+static void xiw_cqe_to_ib_wc(const struct xiw_cqe *cqe, struct ib_wc *wc)
+{
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = cqe->wr_id;
+	wc->byte_len = cqe->byte_len;
+
+	if (cqe->opcode == XIW_WC_RECV)
+		wc->opcode = IB_WC_RECV;
+	else if (cqe->opcode == XIW_WC_RECV_RDMA_WITH_IMM)
+		wc->opcode = IB_WC_RECV_RDMA_WITH_IMM;
+	else if (cqe->opcode < ARRAY_SIZE(xiw_wc_opcode_to_ib))
+		wc->opcode = xiw_wc_opcode_to_ib[cqe->opcode];
+
+	wc->status = cqe->status < ARRAY_SIZE(xiw_wc_status_to_ib) ?
+		     xiw_wc_status_to_ib[cqe->status] : IB_WC_GENERAL_ERR;
+	wc->vendor_err = cqe->vendor_err;
+	if (cqe->flags & XIW_CQE_WITH_IMM) {
+		wc->wc_flags |= IB_WC_WITH_IMM;
+		wc->ex.imm_data = cpu_to_be32(cqe->imm_or_inv);
+	} else if (cqe->flags & XIW_CQE_WITH_INV) {
+		wc->wc_flags |= IB_WC_WITH_INVALIDATE;
+		wc->ex.invalidate_rkey = cqe->imm_or_inv;
+	}
+}
+
+int xiw_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
+{
+	struct xiw_cq *cq = to_xiw_cq(ibcq);
+	struct xiw_ring_ctrl *ctrl = xiw_cq_ctrl(cq);
+	struct xiw_device *xdev = to_xiw_dev(ibcq->device);
+	unsigned long flags;
+	u32 consumer, producer;
+	int n = 0;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	consumer = ctrl->consumer;
+	/* Pairs with the producer's release: CQE contents before index. */
+	producer = smp_load_acquire(&ctrl->producer);
+	while (n < num_entries && consumer != producer) {
+		const struct xiw_cqe *cqe = xiw_cq_entry(cq, consumer);
+		struct xiw_qp *qp = xa_load(&xdev->qp_xa, cqe->qp_num);
+
+		xiw_cqe_to_ib_wc(cqe, &wc[n]);
+		wc[n].qp = qp ? &qp->ibqp : NULL;
+		consumer++;
+		n++;
+	}
+	/* The slots are read out before the producer may reuse them. */
+	smp_store_release(&ctrl->consumer, consumer);
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return n;
+}
+
+int xiw_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
+{
+	struct xiw_cq *cq = to_xiw_cq(ibcq);
+	struct xiw_ring_ctrl *ctrl = xiw_cq_ctrl(cq);
+	u32 notify = (flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED ?
+		     XIW_CQ_NOTIFY_SOLICITED : XIW_CQ_NOTIFY_NEXT;
+
+	/*
+	 * Arm, then look (full barrier in between, paired with the one the
+	 * producer has between publishing a CQE and reading the arm state):
+	 * a CQE added concurrently is either seen here or raises an event.
+	 */
+	smp_store_mb(ctrl->notify, notify);
+	if (flags & IB_CQ_REPORT_MISSED_EVENTS)
+		return READ_ONCE(ctrl->consumer) != READ_ONCE(ctrl->producer);
+	return 0;
+}

@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * xiw module: device life cycle.  Devices are created on demand with
+ * `rdma link add xiwN type xiw netdev IF` and follow their netdev.
+ */
+#include <linux/etherdevice.h>
+#include <linux/module.h>
+#include <net/addrconf.h>
+#include <rdma/rdma_netlink.h>
+
+#include "xiw.h"
+
+MODULE_AUTHOR("The xiw authors");
+MODULE_DESCRIPTION("Software iWARP RNIC with RDMAP extensions (RFC 7306)");
+MODULE_LICENSE("Dual BSD/GPL");
+MODULE_VERSION(__stringify(XIW_VERSION_MAJOR) "." __stringify(XIW_VERSION_MINOR)
+	       "." __stringify(XIW_VERSION_PATCH));
+MODULE_ALIAS_RDMA_LINK(XIW_DRIVER_NAME);
+
+/*
+ * Out-of-tree drivers all share RDMA_DRIVER_UNKNOWN, so module exit cannot
+ * use ib_unregister_driver() without taking other drivers' devices along:
+ * xiw keeps its own list.
+ */
+static LIST_HEAD(xiw_devices);
+static DEFINE_MUTEX(xiw_devices_lock);
+
+static const struct ib_device_ops xiw_device_ops;
+
+static void xiw_dealloc_driver(struct ib_device *ibdev)
+{
+	struct xiw_device *xdev = to_xiw_dev(ibdev);
+
+	mutex_lock(&xiw_devices_lock);
+	list_del_init(&xdev->devices_entry);
+	mutex_unlock(&xiw_devices_lock);
+
+	WARN_ON(!xa_empty(&xdev->qp_xa));
+	WARN_ON(!xa_empty(&xdev->mr_xa));
+	xa_destroy(&xdev->qp_xa);
+	xa_destroy(&xdev->mr_xa);
+}
+
+/* Only Ethernet-like devices carry the TCP streams iWARP runs over. */
+static bool xiw_netdev_qualifies(const struct net_device *netdev)
+{
+	return netdev->type == ARPHRD_ETHER || netdev->type == ARPHRD_NONE ||
+	       netdev->type == ARPHRD_LOOPBACK;
+}
+
+static struct xiw_device *xiw_device_get_by_netdev(struct net_device *netdev)
+{
+	struct ib_device *ibdev;
+
+	ibdev = ib_device_get_by_netdev(netdev, RDMA_DRIVER_UNKNOWN);
+	if (!ibdev)
+		return NULL;
+	/* Another out-of-tree driver may sit on the same netdev. */
+	if (ibdev->ops.dealloc_driver != xiw_dealloc_driver) {
+		ib_device_put(ibdev);
+		return NULL;
+	}
+	return to_xiw_dev(ibdev);
+}
+
+static void xiw_port_event(struct xiw_device *xdev, enum ib_event_type type)
+{
+	struct ib_event event = {
+		.device = &xdev->ibdev,
+		.element.port_num = 1,
+		.event = type,
+	};
+
+	/*
+	 * A port event makes the core re-read the port in a work item; a
+	 * netdev on its way out cannot answer that, and its device goes too.
+	 */
+	if (xdev->netdev->reg_state != NETREG_REGISTERED)
+		return;
+	ib_dispatch_event(&event);
+}
+
+static int xiw_netdev_event(struct notifier_block *nb, unsigned long event,
+			    void *arg)
+{
+	struct net_device *netdev = netdev_notifier_info_to_dev(arg);
+	struct xiw_device *xdev;
+	bool up;
+
+	xdev = xiw_device_get_by_netdev(netdev);
+	if (!xdev)
+		return NOTIFY_DONE;
+
+	switch (event) {
+	case NETDEV_UP:
+	case NETDEV_CHANGE:
+		up = netif_running(netdev) && netif_carrier_ok(netdev);
+		xiw_port_event(xdev, up ? IB_EVENT_PORT_ACTIVE :
+					  IB_EVENT_PORT_ERR);
+		break;
+	case NETDEV_DOWN:
+		xiw_port_event(xdev, IB_EVENT_PORT_ERR);
+		break;
+	case NETDEV_CHANGEADDR:
+		xiw_port_event(xdev, IB_EVENT_GID_CHANGE);
+		break;
+	case NETDEV_UNREGISTER:
+		/* The RTNL is held here: unregistering must not wait on it. */
+		ib_unregister_device_queued(&xdev->ibdev);
+		break;
+	default:
+		break;
+	}
+	ib_device_put(&xdev->ibdev);
+	return NOTIFY_OK;
+}
+
+static struct notifier_block xiw_netdev_notifier = {
+	.notifier_call = xiw_netdev_event,
+};
+
+static struct xiw_device *xiw_device_alloc(struct net_device *netdev)
+{
+	struct xiw_device *xdev;
+	struct ib_device *ibdev;
+
+	xdev = ib_alloc_device(xiw_device, ibdev);
+	if (!xdev)
+		return NULL;
+	ibdev = &xdev->ibdev;
+	INIT_LIST_HEAD(&xdev->devices_entry);
+	xa_init_flags(&xdev->qp_xa, XA_FLAGS_ALLOC1);
+	xa_init_flags(&xdev->mr_xa, XA_FLAGS_ALLOC1);
+	xdev->netdev = netdev;
+
+	/*
+	 * iw_cm tells devices apart by their GID, which iWARP derives from
+	 * the MAC address; a netdev without one gets a random stand-in.
+	 */
+	if (netdev->addr_len >= ETH_ALEN)
+		ether_addr_copy(xdev->mac, netdev->dev_addr);
+	else
+		eth_random_addr(xdev->mac);
+	addrconf_addr_eui48((u8 *)&ibdev->node_guid, xdev->mac);
+
+	ibdev->node_type = RDMA_NODE_RNIC;
+	ibdev->phys_port_cnt = 1;
+	ibdev->num_comp_vectors = 1;
+	strscpy(ibdev->node_desc, XIW_NODE_DESC, sizeof(ibdev->node_desc));
+	strscpy(ibdev->iw_ifname, netdev->name, sizeof(ibdev->iw_ifname));
+	/* xiw binds its own TCP ports; iwpmd has nothing to map. */
+	ibdev->iw_driver_flags = IW_F_NO_PORT_MAP;
+	ib_set_device_ops(ibdev, &xiw_device_ops);
+	return xdev;
+}
+
+static int xiw_newlink(const char *ibdev_name, struct net_device *netdev)
+{
+	struct xiw_device *xdev;
+	int err;
+
+	if (!xiw_netdev_qualifies(netdev))
+		return -EINVAL;
+
+	xdev = xiw_device_get_by_netdev(netdev);
+	if (xdev) {
+		ib_device_put(&xdev->ibdev);
+		return -EEXIST;
+	}
+
+	xdev = xiw_device_alloc(netdev);
+	if (!xdev)
+		return -ENOMEM;
+
+	err = ib_device_set_netdev(&xdev->ibdev, netdev, 1);
+	if (err)
+		goto err_dealloc;
+
+	/*
+	 * Listed before registration: once registered, the device may be
+	 * unregistered and freed by another thread at any moment, and
+	 * xiw_dealloc_driver() takes it off the list again.
+	 */
+	mutex_lock(&xiw_devices_lock);
+	list_add_tail(&xdev->devices_entry, &xiw_devices);
+	mutex_unlock(&xiw_devices_lock);
+
+	err = ib_register_device(&xdev->ibdev, ibdev_name, NULL);
+	if (err)
+		goto err_dealloc;
+	return 0;
+
+err_dealloc:
+	ib_dealloc_device(&xdev->ibdev);
+	return err;
+}
+
+static struct rdma_link_ops xiw_link_ops = {
+	.type = XIW_DRIVER_NAME,
+	.newlink = xiw_newlink,
+};
+
+static const struct ib_device_ops xiw_device_ops = {
+	.owner = THIS_MODULE,
+	.driver_id = RDMA_DRIVER_UNKNOWN,
+	.uverbs_abi_ver = XIW_ABI_VERSION,
+
+	.alloc_pd = xiw_alloc_pd,
+	.alloc_ucontext = xiw_alloc_ucontext,
+	.create_cq = xiw_create_cq,
+	.create_qp = xiw_create_qp,
+	.dealloc_driver = xiw_dealloc_driver,
+	.dealloc_pd = xiw_dealloc_pd,
+	.dealloc_ucontext = xiw_dealloc_ucontext,
+	.dereg_mr = xiw_dereg_mr,
+	.destroy_cq = xiw_destroy_cq,
+	.destroy_qp = xiw_destroy_qp,
+	.disassociate_ucontext = xiw_disassociate_ucontext,
+	.get_dev_fw_str = xiw_get_dev_fw_str,
+	.get_dma_mr = xiw_get_dma_mr,
+	.get_port_immutable = xiw_get_port_immutable,
+	.iw_accept = xiw_accept,
+	.iw_add_ref = xiw_qp_get_ref,
+	.iw_connect = xiw_connect,
+	.iw_create_listen = xiw_create_listen,
+	.iw_destroy_listen = xiw_destroy_listen,
+	.iw_get_qp = xiw_get_qp,
+	.iw_reject = xiw_reject,
+	.iw_rem_ref = xiw_qp_put_ref,
+	.mmap = xiw_mmap,
+	.mmap_free = xiw_mmap_free,
+	.modify_qp = xiw_modify_qp,
+	.poll_cq = xiw_poll_cq,
+	.post_recv = xiw_post_recv,
+	.post_send = xiw_post_send,
+	.query_device = xiw_query_device,
+	.query_gid = xiw_query_gid,
+	.query_pkey = xiw_query_pkey,
+	.query_port = xiw_query_port,
+	.query_qp = xiw_query_qp,
+	.reg_user_mr = xiw_reg_user_mr,
+	.req_notify_cq = xiw_req_notify_cq,
+
+	INIT_RDMA_OBJ_SIZE(ib_cq, xiw_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_pd, xiw_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_qp, xiw_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_ucontext, xiw_ucontext, ibucontext),
+};
+
+static int __init xiw_init_module(void)
+{
+	int err;
+
+	err = register_netdevice_notifier(&xiw_netdev_notifier);
+	if (err)
+		return err;
+	rdma_link_register(&xiw_link_ops);
+	return 0;
+}
+
+static void __exit xiw_exit_module(void)
+{
+	struct xiw_device *xdev;
+
+	/* Waits for newlink calls in flight, so the list can only shrink. */
+	rdma_link_unregister(&xiw_link_ops);
+	unregister_netdevice_notifier(&xiw_netdev_notifier);
+
+	for (;;) {
+		mutex_lock(&xiw_devices_lock);
+		xdev = list_first_entry_or_null(&xiw_devices, struct xiw_device,
+						devices_entry);
+		if (xdev)
+			get_device(&xdev->ibdev.dev);
+		mutex_unlock(&xiw_devices_lock);
+		if (!xdev)
+			break;
+		/*
+		 * Also fences an unregistration queued by the notifier: both
+		 * run under the device's unregistration lock, and whichever
+		 * runs first calls xiw_dealloc_driver().
+		 */
+		ib_unregister_device(&xdev->ibdev);
+		put_device(&xdev->ibdev.dev);
+	}
+}
+
+module_init(xiw_init_module);
+module_exit(xiw_exit_module);

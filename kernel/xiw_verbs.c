@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * xiw verbs: device and port attributes, user contexts, shared queue
+ * memory and protection domains.
+ */
+#include <linux/vmalloc.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "xiw.h"
+
+struct xiw_mmap_entry {
+	struct rdma_user_mmap_entry rdma_entry;
+	void *mem;
+};
+
+static struct xiw_mmap_entry *to_xiw_mmap_entry(struct rdma_user_mmap_entry *e)
+{
+	return container_of(e, struct xiw_mmap_entry, rdma_entry);
+}
+
+int xiw_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
+		     struct ib_udata *udata)
+{
+	if (udata->inlen || udata->outlen)
+		return -EINVAL;
+
+	memset(attr, 0, sizeof(*attr));
+	attr->vendor_id = XIW_VENDOR_ID;
+	attr->vendor_part_id = XIW_VENDOR_PART_ID;
+	attr->fw_ver = (u64)XIW_VERSION_MAJOR << 32 | XIW_VERSION_MINOR << 16 |
+		       XIW_VERSION_PATCH;
+	attr->sys_image_guid = ibdev->node_guid;
+	attr->max_mr_size = ~0ULL;
+	attr->page_size_cap = PAGE_SIZE;
+	attr->max_qp = XIW_MAX_QP;
+	attr->max_qp_wr = XIW_MAX_QP_WR;
+	attr->max_send_sge = XIW_MAX_SGE;
+	attr->max_recv_sge = XIW_MAX_RECV_SGE;
+	attr->max_sge_rd = XIW_MAX_SGE;
+	attr->max_cq = XIW_MAX_CQ;
+	attr->max_cqe = XIW_MAX_CQE;
+	attr->max_mr = XIW_MAX_MR;
+	attr->max_pd = XIW_MAX_PD;
+	attr->max_qp_rd_atom = XIW_MAX_ORD;
+	attr->max_qp_init_rd_atom = XIW_MAX_IRD;
+	attr->max_res_rd_atom = XIW_MAX_QP * XIW_MAX_IRD;
+	attr->max_srq = XIW_MAX_SRQ;
+	attr->max_srq_wr = XIW_MAX_SRQ_WR;
+	attr->max_srq_sge = XIW_MAX_RECV_SGE;
+	attr->max_fast_reg_page_list_len = XIW_MAX_FRMR_PAGES;
+	attr->max_pkeys = 1;
+	/* No atomic is executed until the data path carries RFC 7306. */
+	attr->atomic_cap = IB_ATOMIC_NONE;
+	attr->masked_atomic_cap = IB_ATOMIC_NONE;
+	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
+	return 0;
+}
+
+int xiw_query_port(struct ib_device *ibdev, u32 port,
+		   struct ib_port_attr *attr)
+{
+	/* ib_device_set_netdev() holds a reference until unregistration. */
+	struct net_device *netdev = to_xiw_dev(ibdev)->netdev;
+	bool up;
+	int err;
+
+	err = ib_get_eth_speed(ibdev, port, &attr->active_speed,
+			       &attr->active_width);
+	up = netif_running(netdev) && netif_carrier_ok(netdev);
+	attr->state = up ? IB_PORT_ACTIVE : IB_PORT_DOWN;
+	attr->phys_state = up ? IB_PORT_PHYS_STATE_LINK_UP :
+				IB_PORT_PHYS_STATE_DISABLED;
+	attr->max_mtu = ib_mtu_int_to_enum(netdev->mtu);
+	attr->active_mtu = attr->max_mtu;
+	attr->phys_mtu = netdev->mtu;
+	attr->gid_tbl_len = 1;
+	attr->pkey_tbl_len = 1;
+	attr->max_msg_sz = U32_MAX;
+	attr->port_cap_flags = IB_PORT_CM_SUP | IB_PORT_DEVICE_MGMT_SUP;
+	return err;
+}
+
+int xiw_get_port_immutable(struct ib_device *ibdev, u32 port,
+			   struct ib_port_immutable *immutable)
+{
+	immutable->gid_tbl_len = 1;
+	immutable->pkey_tbl_len = 1;
+	immutable->core_cap_flags = RDMA_CORE_PORT_IWARP;
+	return 0;
+}
+
+/* iWARP has one GID per port: the MAC address, zero-padded (iw_cm). */
+int xiw_query_gid(struct ib_device *ibdev, u32 port, int index,
+		  union ib_gid *gid)
+{
+	if (index)
+		return -EINVAL;
+	memset(gid, 0, sizeof(*gid));
+	ether_addr_copy(gid->raw, to_xiw_dev(ibdev)->mac);
+	return 0;
+}
+
+int xiw_query_pkey(struct ib_device *ibdev, u32 port, u16 index, u16 *pkey)
+{
+	if (index)
+		return -EINVAL;
+	*pkey = 0xffff;
+	return 0;
+}
+
+void xiw_get_dev_fw_str(struct ib_device *ibdev, char *str)
+{
+	snprintf(str, IB_FW_VERSION_NAME_MAX, "%u.%u.%u", XIW_VERSION_MAJOR,
+		 XIW_VERSION_MINOR, XIW_VERSION_PATCH);
+}
+
+int xiw_alloc_ucontext(struct ib_ucontext *ibucontext, struct ib_udata *udata)
+{
+	struct xiw_uresp_alloc_ctx resp = {
+		.dev_id = XIW_VENDOR_PART_ID,
+		.max_inline = XIW_MAX_INLINE,
+	};
+
+	if (udata->outlen < sizeof(resp))
+		return -EINVAL;
+	return ib_copy_to_udata(udata, &resp, sizeof(resp));
+}
+
+void xiw_dealloc_ucontext(struct ib_ucontext *ibucontext)
+{
+}
+
+/*
+ * Required for moving a device into another network namespace.  The core
+ * destroys every object of the context before calling this; the pages of
+ * the queues stay alive for as long as a process still maps them, since
+ * each mapped page holds a page reference, so nothing is left to revoke.
+ */
+void xiw_disassociate_ucontext(struct ib_ucontext *ibucontext)
+{
+}
+
+int xiw_mmap(struct ib_ucontext *ibucontext, struct vm_area_struct *vma)
+{
+	struct rdma_user_mmap_entry *rdma_entry;
+	int err;
+
+	rdma_entry = rdma_user_mmap_entry_get(ibucontext, vma);
+	if (!rdma_entry)
+		return -EINVAL;
+	err = remap_vmalloc_range(vma, to_xiw_mmap_entry(rdma_entry)->mem, 0);
+	rdma_user_mmap_entry_put(rdma_entry);
+	return err;
+}
+
+void xiw_mmap_free(struct rdma_user_mmap_entry *rdma_entry)
+{
+	struct xiw_mmap_entry *entry = to_xiw_mmap_entry(rdma_entry);
+
+	vfree(entry->mem);
+	kfree(entry);
+}
+
+/*
+ * Allocates a queue of @num entries (0: no queue).  With @udata the memory
+ * is offered to the process at the offset returned in @mmap_key and its
+ * ownership passes to the mmap entry.
+ */
+int xiw_ring_alloc(struct xiw_ring *ring, u32 num, u32 entry_size,
+		   struct ib_udata *udata, u64 *mmap_key)
+{
+	struct xiw_ucontext *uctx;
+	struct xiw_mmap_entry *entry;
+	int err;
+
+	memset(ring, 0, sizeof(*ring));
+	if (mmap_key)
+		*mmap_key = 0;
+	if (!num)
+		return 0;
+
+	ring->num = num;
+	ring->entry_size = entry_size;
+	ring->bytes = PAGE_ALIGN(XIW_RING_ENTRIES_OFFSET +
+				 (size_t)num * entry_size);
+	ring->mem = vmalloc_user(ring->bytes);
+	if (!ring->mem)
+		return -ENOMEM;
+	if (!udata)
+		return 0;
+
+	uctx = rdma_udata_to_drv_context(udata, struct xiw_ucontext, ibucontext);
+	entry = kzalloc(sizeof(*entry), GFP_KERNEL);
+	if (!entry) {
+		err = -ENOMEM;
+		goto err_free;
+	}
+	entry->mem = ring->mem;
+	err = rdma_user_mmap_entry_insert(&uctx->ibucontext, &entry->rdma_entry,
+					  ring->bytes);
+	if (err)
+		goto err_free;
+	ring->mmap_entry = &entry->rdma_entry;
+	*mmap_key = rdma_user_mmap_get_offset(ring->mmap_entry);
+	return 0;
+
+err_free:
+	kfree(entry);
+	vfree(ring->mem);
+	ring->mem = NULL;
+	return err;
+}
+
+void xiw_ring_free(struct xiw_ring *ring)
+{
+	if (ring->mmap_entry)
+		rdma_user_mmap_entry_remove(ring->mmap_entry);
+	else
+		vfree(ring->mem);
+	ring->mem = NULL;
+	ring->mmap_entry = NULL;
+}
+
+int xiw_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct xiw_device *xdev = to_xiw_dev(ibpd->device);
+
+	if (atomic_inc_return(&xdev->num_pd) > XIW_MAX_PD) {
+		atomic_dec(&xdev->num_pd);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int xiw_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	atomic_dec(&to_xiw_dev(ibpd->device)->num_pd);
+	return 0;
+}

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//
+// xiw provider objects.  libibverbs hands out pointers to the verbs structs
+// embedded at offset 0 of each object; from_ibv() goes back.
+#ifndef XIW_PROVIDER_XIW_H
+#define XIW_PROVIDER_XIW_H
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <new>
+#include <type_traits>
+
+#include <infiniband/verbs.h>
+#include <rdma/xiw-abi.h>
+
+#include "rdma_core_abi.h"
+#include "ring.h"
+
+namespace xiw {
+
+// Provider objects are allocated with calloc() and placement new so that
+// the provider needs nothing from the C++ runtime and never throws.
+template <class T> T *create() noexcept
+{
+	void *p = std::calloc(1, sizeof(T));
+	return p ? new (p) T{} : nullptr;
+}
+template <class T> void destroy(T *obj) noexcept
+{
+	if (obj) {
+		obj->~T();
+		std::free(obj);
+	}
+}
+
+struct device {
+	rc::verbs_device vdev;
+};
+
+// Allocated (zeroed) by libibverbs through _verbs_init_and_alloc_context()
+// and released with free(): must stay trivial.
+struct context {
+	verbs_context vctx;
+	std::uint32_t dev_id;
+	std::uint32_t max_inline;
+};
+static_assert(std::is_trivially_destructible_v<context>);
+static_assert(std::is_standard_layout_v<context>);
+
+struct mr {
+	rc::verbs_mr vmr;
+	std::uint32_t stag;
+};
+
+struct cq {
+	rc::verbs_cq vcq;
+	std::uint32_t id;
+	spin_lock lock; // serialises pollers
+	ring<xiw_cqe> queue;
+};
+
+struct qp {
+	rc::verbs_qp vqp;
+	std::uint32_t id;
+	spin_lock sq_lock;
+	spin_lock rq_lock;
+	ring<xiw_sqe> sq; // not mapped if the QP has no send queue
+	ring<xiw_rqe> rq; // not mapped if the QP has no receive queue
+};
+
+// ibv_context is the last member of verbs_context.
+inline context *from_ibv(ibv_context *c) noexcept
+{
+	static_assert(offsetof(context, vctx) == 0);
+	return reinterpret_cast<context *>(reinterpret_cast<std::byte *>(c) -
+					   offsetof(verbs_context, context));
+}
+inline cq *from_ibv(ibv_cq *c) noexcept
+{
+	static_assert(offsetof(cq, vcq) == 0);
+	return reinterpret_cast<cq *>(c);
+}
+inline qp *from_ibv(ibv_qp *q) noexcept
+{
+	static_assert(offsetof(qp, vqp) == 0);
+	return reinterpret_cast<qp *>(q);
+}
+inline mr *from_verbs(rc::verbs_mr *m) noexcept
+{
+	static_assert(offsetof(mr, vmr) == 0);
+	return reinterpret_cast<mr *>(m);
+}
+
+// Operations, grouped by source file.
+ibv_cq *create_cq(ibv_context *ctx, int cqe, ibv_comp_channel *channel,
+		  int comp_vector) noexcept;
+int destroy_cq(ibv_cq *cq) noexcept;
+int poll_cq(ibv_cq *cq, int num_entries, ibv_wc *wc) noexcept;
+int req_notify_cq(ibv_cq *cq, int solicited_only) noexcept;
+
+ibv_qp *create_qp(ibv_pd *pd, ibv_qp_init_attr *attr) noexcept;
+ibv_qp *create_qp_ex(ibv_context *ctx, ibv_qp_init_attr_ex *attr) noexcept;
+int destroy_qp(ibv_qp *qp) noexcept;
+int modify_qp(ibv_qp *qp, ibv_qp_attr *attr, int attr_mask) noexcept;
+int query_qp(ibv_qp *qp, ibv_qp_attr *attr, int attr_mask,
+	     ibv_qp_init_attr *init_attr) noexcept;
+int post_send(ibv_qp *qp, ibv_send_wr *wr, ibv_send_wr **bad_wr) noexcept;
+int post_recv(ibv_qp *qp, ibv_recv_wr *wr, ibv_recv_wr **bad_wr) noexcept;
+
+} // namespace xiw
+
+#endif // XIW_PROVIDER_XIW_H

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# The guest half of scripts/demo: what the stock tools say about the devices.
+set -euo pipefail
+
+section() { printf '\n== %s\n' "$*"; }
+run() { printf '$ %s\n' "$*"; "$@"; }
+
+section "RDMA links: xiw next to upstream siw and rxe"
+run rdma link show
+section "Devices as libibverbs sees them (xiw through libxiw-rdmav34.so)"
+run ibv_devices
+section "xiw0 in detail"
+run ibv_devinfo -v -d xiw0
+
+section "Side by side"
+printf '%-28s %-14s %-14s %-14s\n' attribute xiw0 siw0 rxe0
+for attr in transport node_type fw_ver vendor_id max_qp max_qp_wr max_sge \
+	max_cqe max_mr_size max_qp_rd_atom atomic_cap max_srq; do
+	row=$(printf '%-28s' "$attr")
+	for dev in xiw0 siw0 rxe0; do
+		val=$(ibv_devinfo -v -d "$dev" |
+			sed -n "s/^[[:space:]]*$attr:[[:space:]]*\\(.*\\)/\\1/p" | head -n1)
+		row+=$(printf ' %-14s' "${val:--}")
+	done
+	printf '%s\n' "$row"
+done

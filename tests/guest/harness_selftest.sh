@@ -1,0 +1,122 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+#
+# Self-test of scripts/guest, run on the host (ctest: harness.selftest).
+# Each check boots one guest, so there are only four:
+#   1. a command's non-zero exit status (3) comes back, and so do files
+#      written to $XIW_OUT; a peer device exists
+#   2. a kernel WARNING fails the run although the command exits 0
+#   3. an over-long command is reported as a timeout (124)
+#   4. --hosts 2 shows each network namespace its own RDMA device and only
+#      it, and exit status 0 comes back
+# Without a built xiw.ko, check 4 uses rxe in host b and an empty host a.
+
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=${XIW_BUILD_DIR:-$REPO/build}
+GUEST=$REPO/scripts/guest
+# Our own output share, so that a concurrent run elsewhere cannot wipe the
+# artifact between the guest writing it and this script reading it.
+OUT=$BUILD/guest/selftest-out
+LOG=$(mktemp)
+trap 'rm -f "$LOG"' EXIT
+
+PASSED=0 FAILED=0
+
+pass() {
+	echo "ok: $1"
+	PASSED=$((PASSED + 1))
+}
+
+failed() {
+	echo "FAIL: $1"
+	echo "---- scripts/guest output ----"
+	cat "$LOG"
+	echo "---- end ----"
+	FAILED=$((FAILED + 1))
+}
+
+# guest EXPECTED_RC DESCRIPTION ARGS...: run scripts/guest, output in $LOG.
+guest() {
+	local want=$1 what=$2 rc=0 start=$SECONDS
+	shift 2
+	"$GUEST" --out "$OUT" "$@" >"$LOG" 2>&1 || rc=$?
+	if ((rc != want)); then
+		failed "$what: exit status $rc, expected $want"
+		return 1
+	fi
+	echo "   ($what: exit $rc in $((SECONDS - start))s)"
+	return 0
+}
+
+# expect_output PATTERN DESCRIPTION: PATTERN (ERE) must occur in $LOG.
+expect_output() {
+	if grep -Eq -- "$1" "$LOG"; then
+		pass "$2"
+	else
+		failed "$2: no '$1' in the output"
+	fi
+}
+
+check_exit_status() {
+	# shellcheck disable=SC2016 # expanded in the guest
+	local cmd='ibv_devices | grep -q rxe0 || exit 1
+		echo selftest-artifact >"$XIW_OUT/artifact"
+		exit 3'
+	guest 3 "exit status 3" --no-xiw --peer rxe -- sh -c "$cmd" || return 0
+	pass "exit status 3 propagated"
+	if [[ $(cat "$OUT/artifact" 2>/dev/null) == selftest-artifact ]]; then
+		pass "\$XIW_OUT artifact reached the host"
+	else
+		failed "\$XIW_OUT artifact missing on the host"
+	fi
+}
+
+check_warning() {
+	local cmd="echo 'WARNING: CPU: 0 PID: 1 at xiw-selftest' >/dev/kmsg"
+	guest 123 "injected WARNING" --no-xiw -- sh -c "$cmd" || return 0
+	expect_output 'KERNEL PROBLEM.*' "kernel WARNING failed the run"
+	expect_output 'WARNING: CPU: 0 PID: 1 at xiw-selftest' "the warning is shown"
+}
+
+check_timeout() {
+	guest 124 "timeout" --no-xiw --timeout 15 -- sleep 600 || return 0
+	expect_output '^scripts/guest: TIMEOUT' "timeout reported"
+}
+
+# In the guest: host a must list exactly $1 (may be empty), host b exactly $2.
+two_host_probe() {
+	# shellcheck disable=SC2016 # expanded in the guest
+	cat <<'EOS'
+devs() { ip netns exec "$1" rdma dev | awk '{ sub(":", "", $2); print $2 }' | sort | tr '\n' ' '; }
+a=$(devs a); b=$(devs b)
+echo "host a: [$a] host b: [$b]"
+[ "$a" = "$WANT_A" ] && [ "$b" = "$WANT_B" ] || exit 1
+ip netns exec a ip -br addr show dev va | grep -q 192.0.2.1/24 || exit 2
+ip netns exec b ip -br addr show dev vb | grep -q 192.0.2.2/24 || exit 2
+EOS
+}
+
+check_two_hosts() {
+	local probe
+	probe=$(two_host_probe)
+	if [[ -f $BUILD/kernel/xiw.ko ]]; then
+		guest 0 "two hosts" --hosts 2 --peer siw -- \
+			env WANT_A='xiw0 ' WANT_B='siw0 ' sh -c "$probe" || return 0
+		expect_output 'host a: \[xiw0 \] host b: \[siw0 \]' "--hosts 2: xiw0 only in a, siw0 only in b"
+	else
+		echo "   (no $BUILD/kernel/xiw.ko: host a stays empty, rxe in host b)"
+		guest 0 "two hosts" --no-xiw --hosts 2 --peer rxe -- \
+			env WANT_A= WANT_B='rxe0 ' sh -c "$probe" || return 0
+		expect_output 'host a: \[\] host b: \[rxe0 \]' "--hosts 2: rxe0 only in b"
+	fi
+	pass "exit status 0 propagated"
+}
+
+check_exit_status
+check_warning
+check_timeout
+check_two_hosts
+echo "selftest: $PASSED passed, $FAILED failed"
+((FAILED == 0))

@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//
+// Layout of the interfaces the xiw provider shares with libibverbs
+// (rdma-core 44, IBVERBS_PRIVATE_34) and with the xiw kernel module.
+//
+// The rdma-core numbers were measured by compiling rdma-core v44.0's own
+// headers on x86_64 (libibverbs/driver.h for verbs_*; libibverbs/kern-abi.h
+// for the command buffers; libibverbs/verbs.h for the public structs).
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <fnmatch.h>
+
+#include <gtest/gtest.h>
+
+#include <rdma/xiw-abi.h>
+
+#include "opcodes.h"
+#include "rdma_core_abi.h"
+
+namespace rc = xiw::rc;
+
+// ---- rdma-core 44 private provider ABI ----------------------------------
+
+// struct verbs_device_ops (libibverbs/driver.h)
+static_assert(sizeof(rc::verbs_device_ops) == 72);
+static_assert(offsetof(rc::verbs_device_ops, name) == 0);
+static_assert(offsetof(rc::verbs_device_ops, match_min_abi_version) == 8);
+static_assert(offsetof(rc::verbs_device_ops, match_max_abi_version) == 12);
+static_assert(offsetof(rc::verbs_device_ops, match_table) == 16);
+static_assert(offsetof(rc::verbs_device_ops, static_providers) == 24);
+static_assert(offsetof(rc::verbs_device_ops, match_device) == 32);
+static_assert(offsetof(rc::verbs_device_ops, alloc_context) == 40);
+static_assert(offsetof(rc::verbs_device_ops, import_context) == 48);
+static_assert(offsetof(rc::verbs_device_ops, alloc_device) == 56);
+static_assert(offsetof(rc::verbs_device_ops, uninit_device) == 64);
+
+// struct verbs_device: the public ibv_device (664 B) comes first.
+static_assert(sizeof(ibv_device) == 664);
+static_assert(sizeof(rc::verbs_device) == 712);
+static_assert(offsetof(rc::verbs_device, device) == 0);
+static_assert(offsetof(rc::verbs_device, ops) == 664);
+static_assert(offsetof(rc::verbs_device, refcount) == 672);
+static_assert(offsetof(rc::verbs_device, entry) == 680);
+static_assert(offsetof(rc::verbs_device, sysfs) == 696);
+static_assert(offsetof(rc::verbs_device, core_support) == 704);
+
+// struct verbs_match_ent
+static_assert(sizeof(rc::verbs_match_ent) == 24);
+static_assert(offsetof(rc::verbs_match_ent, driver_data) == 0);
+static_assert(offsetof(rc::verbs_match_ent, u) == 8);
+static_assert(offsetof(rc::verbs_match_ent, vendor) == 16);
+static_assert(offsetof(rc::verbs_match_ent, device) == 18);
+static_assert(offsetof(rc::verbs_match_ent, kind) == 20);
+
+// struct verbs_context_ops: 76 pointers, sorted by name.
+static_assert(sizeof(rc::verbs_context_ops) == 608);
+static_assert(XIW_RC_NUM_CONTEXT_OPS == 76);
+static_assert(offsetof(rc::verbs_context_ops, advise_mr) == 0);
+static_assert(offsetof(rc::verbs_context_ops, alloc_pd) == 40);
+static_assert(offsetof(rc::verbs_context_ops, async_event) == 56);
+static_assert(offsetof(rc::verbs_context_ops, create_cq) == 120);
+static_assert(offsetof(rc::verbs_context_ops, create_cq_ex) == 128);
+static_assert(offsetof(rc::verbs_context_ops, create_qp) == 152);
+static_assert(offsetof(rc::verbs_context_ops, create_qp_ex) == 160);
+static_assert(offsetof(rc::verbs_context_ops, dealloc_pd) == 208);
+static_assert(offsetof(rc::verbs_context_ops, dereg_mr) == 224);
+static_assert(offsetof(rc::verbs_context_ops, destroy_cq) == 248);
+static_assert(offsetof(rc::verbs_context_ops, destroy_qp) == 272);
+static_assert(offsetof(rc::verbs_context_ops, free_context) == 312);
+static_assert(offsetof(rc::verbs_context_ops, modify_qp) == 376);
+static_assert(offsetof(rc::verbs_context_ops, poll_cq) == 424);
+static_assert(offsetof(rc::verbs_context_ops, post_recv) == 432);
+static_assert(offsetof(rc::verbs_context_ops, post_send) == 440);
+static_assert(offsetof(rc::verbs_context_ops, query_device_ex) == 464);
+static_assert(offsetof(rc::verbs_context_ops, query_port) == 480);
+static_assert(offsetof(rc::verbs_context_ops, query_qp) == 488);
+static_assert(offsetof(rc::verbs_context_ops, reg_mr) == 544);
+static_assert(offsetof(rc::verbs_context_ops, req_notify_cq) == 552);
+static_assert(offsetof(rc::verbs_context_ops, unimport_pd) == 600);
+
+// Object wrappers libibverbs expects at offset 0 of provider objects.
+static_assert(sizeof(ibv_mr) == 48);
+static_assert(sizeof(rc::verbs_mr) == 56);
+static_assert(offsetof(rc::verbs_mr, mr_type) == 48);
+static_assert(offsetof(rc::verbs_mr, access) == 52);
+static_assert(sizeof(ibv_qp) == 160);
+static_assert(sizeof(ibv_qp_ex) == 352);
+static_assert(sizeof(rc::verbs_qp) == 368);
+static_assert(offsetof(rc::verbs_qp, qp) == 0);
+static_assert(offsetof(rc::verbs_qp, qp_ex) == 0);
+static_assert(offsetof(rc::verbs_qp, comp_mask) == 352);
+static_assert(offsetof(rc::verbs_qp, xrcd) == 360);
+static_assert(sizeof(ibv_cq) == 128);
+static_assert(sizeof(ibv_cq_ex) == 288);
+static_assert(sizeof(rc::verbs_cq) == 288);
+static_assert(offsetof(rc::verbs_cq, cq) == 0);
+// verbs_context (public) ends with the ibv_context the app sees.
+static_assert(sizeof(verbs_context) == 648);
+static_assert(offsetof(verbs_context, context) == 648 - sizeof(ibv_context));
+
+// Command buffers: 8-byte header + core payload (libibverbs/kern-abi.h).
+static_assert(sizeof(ib_uverbs_cmd_hdr) == 8);
+static_assert(sizeof(rc::get_context_cmd) == 16);
+static_assert(sizeof(rc::query_port_cmd) == 24);
+static_assert(sizeof(rc::alloc_pd_cmd) == 16);
+static_assert(sizeof(rc::reg_mr_cmd<rc::no_udata>) == 48);
+static_assert(sizeof(rc::create_cq_cmd) == 40);
+static_assert(sizeof(rc::create_qp_cmd) == 64);
+static_assert(sizeof(rc::modify_qp_cmd) == 120);
+static_assert(sizeof(rc::query_qp_cmd) == 24);
+static_assert(sizeof(ib_uverbs_get_context_resp) == 8);
+static_assert(sizeof(rc::alloc_pd_resp) == 4);
+static_assert(sizeof(ib_uverbs_reg_mr_resp) == 12);
+static_assert(sizeof(ib_uverbs_create_cq_resp) == 8);
+static_assert(sizeof(ib_uverbs_create_qp_resp) == 32);
+static_assert(sizeof(ib_uverbs_ex_query_device_resp) == 304);
+
+// xiw udata sits right after the core part, with no padding: libibverbs
+// passes (cmd + core size) and (resp + core resp size) to the kernel as the
+// driver's udata.
+static_assert(rc::udata_follows_core<rc::reg_mr_cmd<xiw_ureq_reg_mr>>(48));
+static_assert(sizeof(rc::reg_mr_cmd<xiw_ureq_reg_mr>) == 56);
+static_assert(rc::udata_follows_core<rc::get_context_resp<xiw_uresp_alloc_ctx>>(8));
+static_assert(rc::udata_follows_core<rc::reg_mr_resp<xiw_uresp_reg_mr>>(12));
+static_assert(rc::udata_follows_core<rc::create_cq_resp<xiw_uresp_create_cq>>(8));
+static_assert(rc::udata_follows_core<rc::create_qp_resp<xiw_uresp_create_qp>>(32));
+
+// ---- xiw-abi.h -----------------------------------------------------------
+
+static_assert(sizeof(xiw_sge) == sizeof(ibv_sge));
+static_assert(offsetof(xiw_sge, addr) == offsetof(ibv_sge, addr));
+static_assert(offsetof(xiw_sge, length) == offsetof(ibv_sge, length));
+static_assert(offsetof(xiw_sge, lkey) == offsetof(ibv_sge, lkey));
+static_assert(sizeof(xiw_sqe) == 256);
+static_assert(offsetof(xiw_sqe, operand) == 32);
+static_assert(offsetof(xiw_sqe, sge) == 64);
+static_assert(sizeof(xiw_rqe) == 128);
+static_assert(offsetof(xiw_rqe, sge) == 16);
+static_assert(sizeof(xiw_cqe) == 32);
+static_assert(offsetof(xiw_cqe, opcode) == 16);
+static_assert(offsetof(xiw_cqe, imm_or_inv) == 20);
+static_assert(offsetof(xiw_cqe, vendor_err) == 28);
+static_assert(sizeof(xiw_ring_ctrl) == 192);
+static_assert(sizeof(xiw_ring_ctrl) <= XIW_RING_ENTRIES_OFFSET);
+static_assert(XIW_RING_ENTRIES_OFFSET % alignof(xiw_sqe) == 0);
+static_assert(offsetof(xiw_ring_ctrl, producer) == 0);
+static_assert(offsetof(xiw_ring_ctrl, consumer) == 64);
+static_assert(offsetof(xiw_ring_ctrl, notify) == 128);
+static_assert(sizeof(xiw_uresp_alloc_ctx) == 8);
+static_assert(sizeof(xiw_uresp_create_cq) == 16);
+static_assert(sizeof(xiw_uresp_create_qp) == 32);
+static_assert(sizeof(xiw_uresp_create_srq) == 16);
+static_assert(sizeof(xiw_ureq_reg_mr) == 8);
+static_assert(sizeof(xiw_uresp_reg_mr) == 8);
+
+// The facts the layout tests above pin are the ones the provider asserts.
+TEST(RdmaCoreAbi, FactsMatchMeasuredValues)
+{
+	EXPECT_EQ(XIW_RC_SIZEOF_VERBS_CONTEXT_OPS, 608);
+	EXPECT_EQ(XIW_RC_SIZEOF_VERBS_DEVICE, 712);
+	EXPECT_EQ(XIW_RC_SIZEOF_VERBS_DEVICE_OPS, 72);
+	EXPECT_EQ(XIW_RC_SIZEOF_VERBS_MR, 56);
+	EXPECT_EQ(XIW_RC_SIZEOF_VERBS_QP, 368);
+	EXPECT_EQ(XIW_RC_SIZEOF_VERBS_CQ, 288);
+	EXPECT_EQ(XIW_RC_OPIDX_reg_mr * sizeof(void *), 544u);
+}
+
+// ---- completion conversion -------------------------------------------------
+
+TEST(CqeToWc, ReceiveWithImmediateIsNetworkOrder)
+{
+	xiw_cqe cqe{};
+	cqe.wr_id = 0x1122334455667788ull;
+	cqe.byte_len = 4096;
+	cqe.qp_num = 17;
+	cqe.opcode = XIW_WC_RECV_RDMA_WITH_IMM;
+	cqe.status = XIW_WC_SUCCESS;
+	cqe.flags = XIW_CQE_WITH_IMM;
+	cqe.imm_or_inv = 0x01020304;
+	ibv_wc wc;
+	xiw::cqe_to_wc(cqe, wc);
+	EXPECT_EQ(wc.wr_id, cqe.wr_id);
+	EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+	EXPECT_EQ(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+	EXPECT_EQ(wc.byte_len, 4096u);
+	EXPECT_EQ(wc.qp_num, 17u);
+	EXPECT_EQ(wc.wc_flags, unsigned{IBV_WC_WITH_IMM});
+	const unsigned char wire[4] = {1, 2, 3, 4};
+	EXPECT_EQ(std::memcmp(&wc.imm_data, wire, 4), 0);
+}
+
+TEST(CqeToWc, InvalidateAndErrors)
+{
+	xiw_cqe cqe{};
+	cqe.opcode = XIW_WC_RECV;
+	cqe.status = XIW_WC_REM_ACCESS_ERR;
+	cqe.flags = XIW_CQE_WITH_INV;
+	cqe.imm_or_inv = 0xabcd;
+	ibv_wc wc;
+	xiw::cqe_to_wc(cqe, wc);
+	EXPECT_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
+	EXPECT_EQ(wc.wc_flags, unsigned{IBV_WC_WITH_INV});
+	EXPECT_EQ(wc.invalidated_rkey, 0xabcdu);
+
+	cqe = {};
+	cqe.opcode = XIW_WC_REG_MR; // not for user space: must not pass as success
+	xiw::cqe_to_wc(cqe, wc);
+	EXPECT_EQ(wc.status, IBV_WC_GENERAL_ERR);
+	EXPECT_EQ(wc.vendor_err, unsigned{XIW_WC_REG_MR});
+
+	cqe = {};
+	cqe.opcode = XIW_WC_SEND;
+	cqe.status = 200; // unknown status
+	xiw::cqe_to_wc(cqe, wc);
+	EXPECT_EQ(wc.status, IBV_WC_GENERAL_ERR);
+}
+
+TEST(WrOpcode, UnsupportedOpcodesAreRejected)
+{
+	EXPECT_FALSE(xiw::to_wr_opcode(IBV_WR_BIND_MW).has_value());
+	EXPECT_FALSE(xiw::to_wr_opcode(IBV_WR_LOCAL_INV).has_value());
+	EXPECT_FALSE(xiw::to_wr_opcode(IBV_WR_TSO).has_value());
+	EXPECT_FALSE(xiw::to_wr_opcode(static_cast<ibv_wr_opcode>(99)).has_value());
+	EXPECT_EQ(xiw::to_wr_opcode(IBV_WR_RDMA_READ), xiw::wr_opcode::rdma_read);
+}
+
+// ---- the built provider module ---------------------------------------------
+
+namespace {
+
+const rc::verbs_device_ops *registered_ops;
+int registrations;
+
+// Defined global symbols in the .dynsym of an ELF64 shared object.
+std::vector<std::string> exported_symbols(const char *path)
+{
+	std::ifstream in(path, std::ios::binary);
+	std::vector<char> img((std::istreambuf_iterator<char>(in)),
+			      std::istreambuf_iterator<char>());
+	std::vector<std::string> out;
+	if (img.size() < sizeof(Elf64_Ehdr))
+		return {"<unreadable>"};
+	Elf64_Ehdr eh;
+	std::memcpy(&eh, img.data(), sizeof(eh));
+	if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64)
+		return {"<not ELF64>"};
+	auto shdr = [&](std::size_t i) {
+		Elf64_Shdr sh;
+		std::memcpy(&sh, img.data() + eh.e_shoff + i * eh.e_shentsize, sizeof(sh));
+		return sh;
+	};
+	for (std::size_t i = 0; i < eh.e_shnum; ++i) {
+		const Elf64_Shdr sym = shdr(i);
+		if (sym.sh_type != SHT_DYNSYM)
+			continue;
+		const Elf64_Shdr str = shdr(sym.sh_link);
+		for (std::size_t off = sym.sh_entsize; off + sym.sh_entsize <= sym.sh_size;
+		     off += sym.sh_entsize) {
+			Elf64_Sym s;
+			std::memcpy(&s, img.data() + sym.sh_offset + off, sizeof(s));
+			const int bind = ELF64_ST_BIND(s.st_info);
+			if (s.st_shndx == SHN_UNDEF ||
+			    (bind != STB_GLOBAL && bind != STB_WEAK && bind != STB_GNU_UNIQUE))
+				continue;
+			out.emplace_back(img.data() + str.sh_offset + s.st_name);
+		}
+	}
+	return out;
+}
+
+} // namespace
+
+// Stands in for libibverbs: the executable's definition comes first in the
+// global scope, so the provider's constructor calls this on dlopen().
+void rc::verbs_register_driver_34(const rc::verbs_device_ops *ops)
+{
+	registered_ops = ops;
+	++registrations;
+}
+
+TEST(ProviderModule, ExportsNothing)
+{
+	const auto syms = exported_symbols(XIW_PROVIDER_PATH);
+	EXPECT_TRUE(syms.empty()) << "first unexpected export: " << syms.front();
+}
+
+TEST(ProviderModule, RegistersOnLoad)
+{
+	void *h = dlopen(XIW_PROVIDER_PATH, RTLD_NOW | RTLD_LOCAL);
+	ASSERT_NE(h, nullptr) << dlerror();
+	EXPECT_EQ(dlsym(h, "verbs_provider_xiw"), nullptr);
+
+	ASSERT_EQ(registrations, 1);
+	const rc::verbs_device_ops &ops = *registered_ops;
+	EXPECT_STREQ(ops.name, "xiw");
+	EXPECT_EQ(ops.match_min_abi_version, unsigned{XIW_ABI_VERSION});
+	EXPECT_EQ(ops.match_max_abi_version, unsigned{XIW_ABI_VERSION});
+	EXPECT_NE(ops.alloc_context, nullptr);
+	EXPECT_NE(ops.alloc_device, nullptr);
+	EXPECT_NE(ops.uninit_device, nullptr);
+	EXPECT_EQ(ops.import_context, nullptr);
+	EXPECT_EQ(ops.match_device, nullptr);
+	EXPECT_EQ(ops.static_providers, nullptr);
+
+	// libibverbs matches "rdma_device:N<name>" against the modalias table.
+	ASSERT_NE(ops.match_table, nullptr);
+	const rc::verbs_match_ent &m = ops.match_table[0];
+	ASSERT_EQ(m.kind, rc::match_kind::modalias);
+	EXPECT_EQ(fnmatch(m.u.modalias, "rdma_device:Nxiw0", 0), 0);
+	EXPECT_EQ(fnmatch(m.u.modalias, "rdma_device:Nxiw12", 0), 0);
+	EXPECT_NE(fnmatch(m.u.modalias, "rdma_device:Nsiw0", 0), 0);
+	EXPECT_NE(fnmatch(m.u.modalias, "rdma_device:Nrxe0", 0), 0);
+	EXPECT_EQ(ops.match_table[1].kind, rc::match_kind::sentinel);
+
+	rc::verbs_device *dev = ops.alloc_device(nullptr);
+	ASSERT_NE(dev, nullptr);
+	EXPECT_EQ(dev->ops, nullptr); // libibverbs fills it in
+	ops.uninit_device(dev);
+
+	dlclose(h);
+}
