@@ -15,6 +15,7 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/iw_cm.h>
 #include <uapi/rdma/xiw-abi.h>
+#include <xiw/wire.h>
 
 /* A software device has no IEEE OUI: the vendor id spells "xiw" in ASCII. */
 #define XIW_VENDOR_ID 0x786977
@@ -87,15 +88,131 @@ struct xiw_cq {
 	u32 id;
 };
 
+/*
+ * Connection endpoint, one per TCP socket of xiw (listening or connected),
+ * defined in xiw_cm.c.  It is the sk_user_data of its socket.
+ */
+struct xiw_cep;
+
+/* What MPA connection setup negotiated (RFC 5044 §7.1, RFC 6581 §5). */
+struct xiw_conn_params {
+	bool initiator;		/* we sent the MPA Request */
+	bool crc;		/* FPDUs carry a CRC32c, both directions */
+	bool markers_tx;	/* the peer asked for markers (its M bit) */
+	bool markers_rx;	/* we asked for markers (our M bit) */
+	bool extensions;	/* both frames carried XIW_MPA_FLAG_EXT */
+	bool p2p;		/* RFC 6581 peer-to-peer mode with an RTR */
+	u8 rtr_opcode;		/* RDMAP opcode of the zero-length RTR */
+	u16 ird;		/* negotiated inbound RDMA Read/Atomic depth */
+	u16 ord;		/* negotiated outbound depth */
+};
+
+/* The kernel's own copy of a posted SQE, validated, with its MRs held. */
+struct xiw_wqe {
+	struct xiw_sqe sqe;
+	struct xiw_mr *mr[XIW_MAX_SGE];
+	u32 bytes;			/* payload length */
+	u8 status;			/* enum xiw_wc_status */
+	bool done;
+};
+
+/* An outbound RDMA Read waiting for its response (requester, ORD). */
+struct xiw_orq_entry {
+	struct xiw_wqe *wqe;		/* NULL for the RTR of RFC 6581 */
+	u64 sink_to;
+	u32 sink_stag;
+	u32 len;
+	u32 placed;
+};
+
+/* An inbound RDMA Read Request being answered (responder, IRD). */
+struct xiw_irq_entry {
+	struct xiw_mr *mr;		/* NULL for a zero-length read */
+	u64 src_to;
+	u64 sink_to;
+	u32 sink_stag;
+	u32 len;
+	u32 sent;
+};
+
+/* A Terminate to send (RFC 5040 §4.8) and the header it quotes. */
+struct xiw_term_info {
+	bool pending;
+	u8 layer;
+	u8 etype;
+	u8 ecode;
+	u8 ddp_hdr_len;			/* 0: no header quoted */
+	u16 seg_len;
+	u8 ddp_hdr[XIW_DDP_UNTAGGED_HLEN];
+};
+
+struct xiw_qp_tx {
+	struct mutex lock;		/* one sender at a time */
+	struct work_struct work;
+	struct xiw_wqe *wqes;		/* shadow of the SQ ring */
+	u32 fetch;			/* next ring index to copy */
+	u32 retire;			/* next WQE to complete, = ctrl.consumer */
+	struct xiw_wqe *cur;		/* message being framed */
+	u32 cur_sent;			/* its payload bytes framed so far */
+	bool cur_done_on_flush;		/* complete cur once buf is out */
+	struct xiw_irq_entry *irq;	/* inbound reads, qp->ird entries */
+	u32 irq_head, irq_tail;
+	u32 msn[XIW_QN_COUNT];		/* last MSN sent per queue */
+	u8 *buf;			/* FPDUs ready for the socket */
+	size_t buf_len;
+	size_t buf_sent;
+	bool rtr_pending;		/* RFC 6581 RTR still to be sent */
+	bool close_pending;		/* close the stream after the error */
+	bool wants_space;		/* TCP was full: write space resumes */
+	u8 flush_status;		/* for the oldest WQE when flushing */
+	struct xiw_term_info term;
+};
+
+struct xiw_qp_rx {
+	union xiw_hdr hdr;
+	u32 hdr_got;
+	u32 hdr_len;
+	const struct xiw_opcode_info *op;
+	u32 payload_len;		/* of the current FPDU */
+	u32 payload_got;
+	u32 trailer_got;		/* pad and CRC */
+	u8 trailer[XIW_MPA_ALIGN + XIW_MPA_CRC_LEN];
+	u32 crc;
+	/* Untagged: the message being received into an RQE. */
+	struct xiw_rqe rqe;
+	struct xiw_mr *rqe_mr[XIW_MAX_RECV_SGE];
+	bool rqe_valid;
+	u32 msn[XIW_QN_COUNT];		/* next MSN expected per queue */
+	u32 msg_len;			/* bytes placed into the RQE so far */
+	/* Tagged: the registration of the last STag placed into. */
+	struct xiw_mr *tagged_mr;
+	struct xiw_orq_entry *orq;	/* outbound reads, qp->ord entries */
+	u32 orq_head, orq_tail;
+	bool rtr_expected;		/* passive side of RFC 6581 P2P */
+	bool failed;			/* stop parsing: stream is broken */
+	u8 term_tail[sizeof(struct xiw_rdmap_terminate) - 4];
+};
+
 struct xiw_qp {
 	struct ib_qp ibqp;
 	struct xiw_ring sq;
 	struct xiw_ring rq;
+	struct xiw_qp_tx tx;
+	struct xiw_qp_rx rx;
+	/* Data path state shared by TX (process) and RX (softirq). */
+	spinlock_t lock;
 	struct mutex state_lock;	/* serialises modify_qp */
 	enum ib_qp_state state;
 	refcount_t iw_refs;		/* references taken by iw_cm */
+	/* The TCP connection, between xiw_qp_llp_bind() and _unbind(). */
+	struct xiw_cep *cep;
+	struct socket *sock;
+	void (*saved_data_ready)(struct sock *sk);
+	void (*saved_write_space)(struct sock *sk);
+	struct xiw_conn_params conn;
 	struct completion iw_released;
 	u32 max_inline;
+	bool sig_all;			/* every WQE completes with a CQE */
 	int access;			/* IB_ACCESS_REMOTE_* granted */
 	u8 ord;
 	u8 ird;
@@ -104,10 +221,24 @@ struct xiw_qp {
 struct xiw_mr {
 	struct ib_mr ibmr;
 	struct ib_umem *umem;		/* NULL for kernel MRs */
+	struct page **pages;		/* the pinned pages of umem, in order */
+	unsigned int first_page_offset;	/* of iova within pages[0] */
 	u64 iova;
 	u64 length;
 	int access;
 	u32 ext_access;			/* enum xiw_mr_ext_access */
+	refcount_t refs;		/* the table's plus the data path's */
+	struct completion released;
+	struct rcu_head rcu;
+};
+
+/* Why a local or remote access to a registration was refused. */
+enum xiw_access_error {
+	XIW_ACCESS_OK,
+	XIW_ACCESS_INVALID_STAG,	/* no such STag, or key mismatch */
+	XIW_ACCESS_WRONG_PD,		/* STag not associated with the QP */
+	XIW_ACCESS_BOUNDS,		/* outside the registered range */
+	XIW_ACCESS_RIGHTS,		/* access not granted */
 };
 
 static inline struct xiw_device *to_xiw_dev(struct ib_device *ibdev)
@@ -134,6 +265,16 @@ static inline struct xiw_mr *to_xiw_mr(struct ib_mr *ibmr)
 {
 	return container_of(ibmr, struct xiw_mr, ibmr);
 }
+
+/* xiw_cm.c, for the QP */
+struct xiw_qp *xiw_cep_qp(struct xiw_cep *cep);
+void xiw_cm_qp_close(struct xiw_cep *cep, bool abortive);
+void xiw_cm_rtr_received(struct xiw_cep *cep);
+
+/* xiw_qp.c, for the CM */
+int xiw_qp_llp_bind(struct xiw_qp *qp, struct xiw_cep *cep,
+		    struct socket *sock, const struct xiw_conn_params *params);
+void xiw_qp_llp_unbind(struct xiw_qp *qp);
 
 /* xiw_verbs.c */
 int xiw_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
@@ -180,7 +321,41 @@ void xiw_qp_get_ref(struct ib_qp *ibqp);
 void xiw_qp_put_ref(struct ib_qp *ibqp);
 struct ib_qp *xiw_get_qp(struct ib_device *ibdev, int qpn);
 
+/* xiw_qp_tx.c */
+extern struct workqueue_struct *xiw_wq;
+int xiw_qp_tx_init(struct xiw_qp *qp);
+void xiw_qp_tx_destroy(struct xiw_qp *qp);
+void xiw_qp_tx_kick(struct xiw_qp *qp);
+void xiw_qp_tx_doorbell(struct xiw_qp *qp);
+void xiw_qp_write_space(struct sock *sk);
+void xiw_qp_send_terminate(struct xiw_qp *qp, u8 layer, u8 etype, u8 ecode,
+			   const void *ddp_hdr, u8 ddp_hdr_len, u16 seg_len);
+void xiw_qp_sq_complete_read(struct xiw_qp *qp, struct xiw_wqe *wqe,
+			     u8 status);
+
+/* xiw_qp_rx.c */
+int xiw_qp_rx_init(struct xiw_qp *qp);
+void xiw_qp_rx_destroy(struct xiw_qp *qp);
+void xiw_qp_data_ready(struct sock *sk);
+void xiw_qp_rx_flush(struct xiw_qp *qp);
+void xiw_qp_rx_process_queued(struct xiw_qp *qp);
+
+/* xiw_qp.c */
+void xiw_qp_fatal(struct xiw_qp *qp, u8 status);
+
+/* xiw_cq.c */
+void xiw_cq_post(struct xiw_cq *cq, const struct xiw_cqe *cqe, bool solicited);
+
 /* xiw_mem.c */
+struct xiw_mr *xiw_mr_get(struct xiw_device *xdev, struct ib_pd *pd, u32 stag,
+			  u64 addr, u64 len, int access,
+			  enum xiw_access_error *why);
+void xiw_mr_put(struct xiw_mr *mr);
+void xiw_mr_copy_to(struct xiw_mr *mr, u64 addr, const void *src, size_t len);
+void xiw_mr_copy_from(struct xiw_mr *mr, u64 addr, void *dst, size_t len);
+int xiw_mr_copy_from_skb(struct xiw_mr *mr, u64 addr,
+			 const struct sk_buff *skb, int offset, size_t len,
+			 u32 *crc);
 struct ib_mr *xiw_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *xiw_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 			      u64 iova, int access, struct ib_udata *udata);

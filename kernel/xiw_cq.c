@@ -168,3 +168,46 @@ int xiw_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 		return READ_ONCE(ctrl->consumer) != READ_ONCE(ctrl->producer);
 	return 0;
 }
+
+/*
+ * Adds a completion and raises the completion event the consumer armed
+ * for.  A full CQ is a consumer error: the CQE is dropped and the
+ * consumer told through an asynchronous CQ error event.
+ */
+void xiw_cq_post(struct xiw_cq *cq, const struct xiw_cqe *cqe, bool solicited)
+{
+	struct xiw_ring_ctrl *ctrl = xiw_cq_ctrl(cq);
+	unsigned long flags;
+	bool notify = false;
+	u32 producer;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	producer = ctrl->producer;
+	if (producer - READ_ONCE(ctrl->consumer) >= cq->ring.num) {
+		spin_unlock_irqrestore(&cq->lock, flags);
+		if (cq->ibcq.event_handler) {
+			struct ib_event event = {
+				.device = cq->ibcq.device,
+				.element.cq = &cq->ibcq,
+				.event = IB_EVENT_CQ_ERR,
+			};
+
+			cq->ibcq.event_handler(&event, cq->ibcq.cq_context);
+		}
+		return;
+	}
+	*xiw_cq_entry(cq, producer) = *cqe;
+	/* The CQE is complete in memory before the consumer can see it. */
+	smp_store_release(&ctrl->producer, producer + 1);
+	/* Pairs with the barrier in xiw_req_notify_cq() and the provider's. */
+	smp_mb();
+	if (ctrl->notify == XIW_CQ_NOTIFY_NEXT ||
+	    (ctrl->notify == XIW_CQ_NOTIFY_SOLICITED && solicited)) {
+		WRITE_ONCE(ctrl->notify, XIW_CQ_NOTIFY_NONE);
+		notify = true;
+	}
+	spin_unlock_irqrestore(&cq->lock, flags);
+
+	if (notify && cq->ibcq.comp_handler)
+		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+}

@@ -80,6 +80,28 @@ static void xiw_port_event(struct xiw_device *xdev, enum ib_event_type type)
 	ib_dispatch_event(&event);
 }
 
+/*
+ * The link is gone: every connection of the device is lost.  Each QP goes
+ * to Error now rather than when TCP gives up minutes later.
+ */
+static void xiw_device_fail_qps(struct xiw_device *xdev)
+{
+	unsigned long index;
+	struct xiw_qp *qp;
+
+	xa_lock(&xdev->qp_xa);
+	xa_for_each(&xdev->qp_xa, index, qp) {
+		/* The reference keeps xiw_destroy_qp() waiting for us. */
+		if (!refcount_inc_not_zero(&qp->iw_refs))
+			continue;
+		xa_unlock(&xdev->qp_xa);
+		xiw_qp_fatal(qp, XIW_WC_FATAL_ERR);
+		xiw_qp_put_ref(&qp->ibqp);
+		xa_lock(&xdev->qp_xa);
+	}
+	xa_unlock(&xdev->qp_xa);
+}
+
 static int xiw_netdev_event(struct notifier_block *nb, unsigned long event,
 			    void *arg)
 {
@@ -99,6 +121,7 @@ static int xiw_netdev_event(struct notifier_block *nb, unsigned long event,
 					  IB_EVENT_PORT_ERR);
 		break;
 	case NETDEV_DOWN:
+		xiw_device_fail_qps(xdev);
 		xiw_port_event(xdev, IB_EVENT_PORT_ERR);
 		break;
 	case NETDEV_CHANGEADDR:
@@ -143,6 +166,9 @@ static struct xiw_device *xiw_device_alloc(struct net_device *netdev)
 		eth_random_addr(xdev->mac);
 	addrconf_addr_eui48((u8 *)&ibdev->node_guid, xdev->mac);
 
+	/* The provider's doorbells. */
+	ibdev->uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_POST_SEND) |
+				  BIT_ULL(IB_USER_VERBS_CMD_POST_RECV);
 	ibdev->node_type = RDMA_NODE_RNIC;
 	ibdev->phys_port_cnt = 1;
 	ibdev->num_comp_vectors = 1;
@@ -251,9 +277,16 @@ static int __init xiw_init_module(void)
 {
 	int err;
 
+	/* Senders wait on sockets and locks: an unbound, ordered-free pool. */
+	xiw_wq = alloc_workqueue("xiw", WQ_UNBOUND | WQ_HIGHPRI | WQ_MEM_RECLAIM,
+				 0);
+	if (!xiw_wq)
+		return -ENOMEM;
 	err = register_netdevice_notifier(&xiw_netdev_notifier);
-	if (err)
+	if (err) {
+		destroy_workqueue(xiw_wq);
 		return err;
+	}
 	rdma_link_register(&xiw_link_ops);
 	return 0;
 }
@@ -283,6 +316,7 @@ static void __exit xiw_exit_module(void)
 		ib_unregister_device(&xdev->ibdev);
 		put_device(&xdev->ibdev.dev);
 	}
+	destroy_workqueue(xiw_wq);
 }
 
 module_init(xiw_init_module);

@@ -3,8 +3,15 @@
  * xiw memory registration.  A registration is named by its STag
  * (RFC 5040 §2.1): a 24-bit index into the device's table and an 8-bit
  * key that changes each time, so that a stale STag does not match.
+ *
+ * The data path reaches user memory through the pinned pages of the
+ * registration; it holds a reference on the MR while it does, and
+ * deregistration waits for those references to go.
  */
+#include <linux/crc32c.h>
+#include <linux/highmem.h>
 #include <linux/random.h>
+#include <linux/skbuff.h>
 
 #include "xiw.h"
 
@@ -18,6 +25,8 @@ static int xiw_mr_insert(struct xiw_device *xdev, struct xiw_mr *mr)
 		atomic_dec(&xdev->num_mr);
 		return -ENOMEM;
 	}
+	refcount_set(&mr->refs, 1);
+	init_completion(&mr->released);
 	err = xa_alloc_cyclic(&xdev->mr_xa, &index, mr,
 			      XA_LIMIT(1, XIW_STAG_INDEX_MAX),
 			      &xdev->stag_index_next, GFP_KERNEL);
@@ -31,10 +40,146 @@ static int xiw_mr_insert(struct xiw_device *xdev, struct xiw_mr *mr)
 	return 0;
 }
 
+/* Takes the MR out of the table and waits until the data path let go. */
 static void xiw_mr_remove(struct xiw_device *xdev, struct xiw_mr *mr)
 {
 	xa_erase(&xdev->mr_xa, mr->ibmr.lkey >> 8);
+	xiw_mr_put(mr);
+	wait_for_completion(&mr->released);
 	atomic_dec(&xdev->num_mr);
+}
+
+static void xiw_mr_free(struct xiw_mr *mr)
+{
+	kvfree(mr->pages);
+	/* A lookup may still be looking at it under RCU (xiw_mr_get). */
+	kfree_rcu(mr, rcu);
+}
+
+/*
+ * Looks up the registration named by @stag for an access of @len bytes at
+ * @addr with @access rights on behalf of a QP of @pd, and takes a
+ * reference on it.  On failure returns NULL and says why.
+ */
+struct xiw_mr *xiw_mr_get(struct xiw_device *xdev, struct ib_pd *pd, u32 stag,
+			  u64 addr, u64 len, int access,
+			  enum xiw_access_error *why)
+{
+	struct xiw_mr *mr;
+
+	rcu_read_lock();
+	mr = xa_load(&xdev->mr_xa, stag >> 8);
+	if (!mr || mr->ibmr.lkey != stag || !refcount_inc_not_zero(&mr->refs)) {
+		rcu_read_unlock();
+		*why = XIW_ACCESS_INVALID_STAG;
+		return NULL;
+	}
+	rcu_read_unlock();
+
+	if (mr->ibmr.pd != pd)
+		*why = XIW_ACCESS_WRONG_PD;
+	else if ((mr->access & access) != access)
+		*why = XIW_ACCESS_RIGHTS;
+	else if (addr < mr->iova || len > mr->length ||
+		 addr - mr->iova > mr->length - len)
+		*why = XIW_ACCESS_BOUNDS;
+	else
+		return mr;
+
+	xiw_mr_put(mr);
+	return NULL;
+}
+
+void xiw_mr_put(struct xiw_mr *mr)
+{
+	if (refcount_dec_and_test(&mr->refs))
+		complete(&mr->released);
+}
+
+/*
+ * Calls @fn for each page-bounded piece of [addr, addr + len) of @mr with
+ * the piece mapped, until @fn fails.  The range was checked by
+ * xiw_mr_get().
+ */
+static int xiw_mr_walk(struct xiw_mr *mr, u64 addr, size_t len,
+		       int (*fn)(void *kaddr, size_t n, void *arg), void *arg)
+{
+	u64 off = addr - mr->iova + mr->first_page_offset;
+	int err = 0;
+
+	if (!mr->umem)
+		return fn((void *)(uintptr_t)addr, len, arg);
+	while (len && !err) {
+		size_t pgoff = off & ~PAGE_MASK;
+		size_t n = min_t(size_t, len, PAGE_SIZE - pgoff);
+		void *map = kmap_local_page(mr->pages[off >> PAGE_SHIFT]);
+
+		err = fn(map + pgoff, n, arg);
+		kunmap_local(map);
+		off += n;
+		len -= n;
+	}
+	return err;
+}
+
+static int xiw_piece_copy_to(void *kaddr, size_t n, void *arg)
+{
+	const u8 **src = arg;
+
+	memcpy(kaddr, *src, n);
+	*src += n;
+	return 0;
+}
+
+static int xiw_piece_copy_from(void *kaddr, size_t n, void *arg)
+{
+	u8 **dst = arg;
+
+	memcpy(*dst, kaddr, n);
+	*dst += n;
+	return 0;
+}
+
+void xiw_mr_copy_to(struct xiw_mr *mr, u64 addr, const void *src, size_t len)
+{
+	xiw_mr_walk(mr, addr, len, xiw_piece_copy_to, &src);
+}
+
+void xiw_mr_copy_from(struct xiw_mr *mr, u64 addr, void *dst, size_t len)
+{
+	xiw_mr_walk(mr, addr, len, xiw_piece_copy_from, &dst);
+}
+
+struct xiw_skb_source {
+	const struct sk_buff *skb;
+	int offset;
+	u32 *crc;
+};
+
+static int xiw_piece_copy_from_skb(void *kaddr, size_t n, void *arg)
+{
+	struct xiw_skb_source *src = arg;
+	int err = skb_copy_bits(src->skb, src->offset, kaddr, n);
+
+	if (err)
+		return err;
+	if (src->crc)
+		*src->crc = crc32c(*src->crc, kaddr, n);
+	src->offset += n;
+	return 0;
+}
+
+/*
+ * Places @len bytes of @skb from @offset into @mr at @addr, extending the
+ * running CRC32c when @crc is given.
+ */
+int xiw_mr_copy_from_skb(struct xiw_mr *mr, u64 addr,
+			 const struct sk_buff *skb, int offset, size_t len,
+			 u32 *crc)
+{
+	struct xiw_skb_source src = { .skb = skb, .offset = offset, .crc = crc };
+
+	return xiw_mr_walk(mr, addr, len, xiw_piece_copy_from_skb, &src);
 }
 
 /* Kernel consumers' whole-memory registration: no remote access. */
@@ -57,6 +202,21 @@ struct ib_mr *xiw_get_dma_mr(struct ib_pd *ibpd, int access)
 		return ERR_PTR(err);
 	}
 	return &mr->ibmr;
+}
+
+static int xiw_mr_collect_pages(struct xiw_mr *mr)
+{
+	struct sg_page_iter iter;
+	size_t i = 0;
+
+	mr->pages = kvcalloc(ib_umem_num_pages(mr->umem), sizeof(*mr->pages),
+			     GFP_KERNEL);
+	if (!mr->pages)
+		return -ENOMEM;
+	for_each_sgtable_page(&mr->umem->sgt_append.sgt, &iter, 0)
+		mr->pages[i++] = sg_page_iter_page(&iter);
+	mr->first_page_offset = ib_umem_offset(mr->umem);
+	return 0;
 }
 
 struct ib_mr *xiw_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
@@ -86,8 +246,12 @@ struct ib_mr *xiw_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	mr->umem = ib_umem_get(ibpd->device, start, length, access);
 	if (IS_ERR(mr->umem)) {
 		err = PTR_ERR(mr->umem);
-		goto err_free;
+		kfree(mr);
+		return ERR_PTR(err);
 	}
+	err = xiw_mr_collect_pages(mr);
+	if (err)
+		goto err_release;
 	mr->iova = iova;
 	mr->length = length;
 	mr->access = access;
@@ -106,9 +270,12 @@ struct ib_mr *xiw_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 
 err_remove:
 	xiw_mr_remove(xdev, mr);
+	ib_umem_release(mr->umem);
+	xiw_mr_free(mr);
+	return ERR_PTR(err);
 err_release:
 	ib_umem_release(mr->umem);
-err_free:
+	kvfree(mr->pages);
 	kfree(mr);
 	return ERR_PTR(err);
 }
@@ -119,6 +286,6 @@ int xiw_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 
 	xiw_mr_remove(to_xiw_dev(ibmr->device), mr);
 	ib_umem_release(mr->umem);
-	kfree(mr);
+	xiw_mr_free(mr);
 	return 0;
 }

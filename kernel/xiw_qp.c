@@ -4,6 +4,7 @@
  * machine and the references iw_cm holds on a connected QP.
  */
 #include <linux/log2.h>
+#include <net/sock.h>
 
 #include "xiw.h"
 
@@ -59,16 +60,23 @@ int xiw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 		goto err_sq;
 
 	mutex_init(&qp->state_lock);
+	spin_lock_init(&qp->lock);
 	qp->state = IB_QPS_RESET;
 	refcount_set(&qp->iw_refs, 1);
 	init_completion(&qp->iw_released);
 	qp->max_inline = attr->cap.max_inline_data;
+	qp->sig_all = attr->sq_sig_type == IB_SIGNAL_ALL_WR;
+	err = xiw_qp_tx_init(qp);
+	if (!err)
+		err = xiw_qp_rx_init(qp);
+	if (err)
+		goto err_data_path;
 
 	err = xa_alloc_cyclic(&xdev->qp_xa, &qpn, qp,
 			      XA_LIMIT(1, XIW_STAG_INDEX_MAX), &xdev->qpn_next,
 			      GFP_KERNEL);
 	if (err < 0)
-		goto err_rq;
+		goto err_data_path;
 	ibqp->qp_num = qpn;
 
 	attr->cap.max_send_wr = num_sqe;
@@ -87,7 +95,9 @@ int xiw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 
 err_xa:
 	xa_erase(&xdev->qp_xa, qpn);
-err_rq:
+err_data_path:
+	xiw_qp_rx_destroy(qp);
+	xiw_qp_tx_destroy(qp);
 	xiw_ring_free(&qp->rq);
 err_sq:
 	xiw_ring_free(&qp->sq);
@@ -102,10 +112,19 @@ int xiw_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct xiw_qp *qp = to_xiw_qp(ibqp);
 
 	xa_erase(&xdev->qp_xa, ibqp->qp_num);
-	/* The core frees the QP on return: iw_cm must be done with it. */
+	mutex_lock(&qp->state_lock);
+	if (qp->cep)
+		xiw_cm_qp_close(qp->cep, true);
+	mutex_unlock(&qp->state_lock);
+	/*
+	 * The core frees the QP on return: iw_cm and the connection must be
+	 * done with it, which the close above makes happen.
+	 */
 	xiw_qp_put_ref(ibqp);
 	wait_for_completion(&qp->iw_released);
 
+	xiw_qp_tx_destroy(qp);
+	xiw_qp_rx_destroy(qp);
 	xiw_ring_free(&qp->rq);
 	xiw_ring_free(&qp->sq);
 	atomic_dec(&xdev->num_qp);
@@ -136,6 +155,69 @@ static bool xiw_qp_transition_ok(enum ib_qp_state cur, enum ib_qp_state next)
 	default:
 		return false;
 	}
+}
+
+/*
+ * The side effects of a state change; state_lock held.  Leaving RTS
+ * closes the connection: to SQD gracefully, to ERR abortively (the verbs
+ * view of iw_cm_disconnect()).
+ */
+static int xiw_qp_enter_state(struct xiw_qp *qp, enum ib_qp_state cur,
+			      enum ib_qp_state next)
+{
+	struct xiw_cep *cep;
+
+	if (next == IB_QPS_RTS && cur != IB_QPS_RTS && !qp->sock)
+		return -EINVAL;
+	if (next == IB_QPS_ERR) {
+		xiw_qp_fatal(qp, XIW_WC_WR_FLUSH_ERR);
+		return 0;
+	}
+
+	spin_lock_bh(&qp->lock);
+	WRITE_ONCE(qp->state, next);
+	cep = qp->cep;
+	if (next == IB_QPS_RTS && cur != IB_QPS_RTS)
+		qp->tx.rtr_pending = qp->conn.p2p && qp->conn.initiator;
+	spin_unlock_bh(&qp->lock);
+
+	if (next == IB_QPS_RTS)
+		xiw_qp_tx_kick(qp);
+	else if (next == IB_QPS_SQD && cep)
+		xiw_cm_qp_close(cep, false);
+	return 0;
+}
+
+/*
+ * Moves the QP to Error (any context): the consumer is told, the
+ * transmit path sends a pending Terminate, closes the stream and flushes
+ * the SQ; the RQ is flushed here.
+ */
+void xiw_qp_fatal(struct xiw_qp *qp, u8 status)
+{
+	struct ib_event event = {
+		.device = qp->ibqp.device,
+		.element.qp = &qp->ibqp,
+		.event = IB_EVENT_QP_FATAL,
+	};
+	enum ib_qp_state was;
+
+	spin_lock_bh(&qp->lock);
+	was = qp->state;
+	if (was != IB_QPS_ERR) {
+		WRITE_ONCE(qp->state, IB_QPS_ERR);
+		qp->tx.flush_status = status;
+		qp->tx.close_pending = true;
+	}
+	spin_unlock_bh(&qp->lock);
+	if (was == IB_QPS_ERR)
+		return;
+
+	xiw_qp_rx_flush(qp);
+	xiw_qp_tx_kick(qp);
+	if (was != IB_QPS_RESET && status != XIW_WC_WR_FLUSH_ERR &&
+	    qp->ibqp.event_handler)
+		qp->ibqp.event_handler(&event, qp->ibqp.qp_context);
 }
 
 #define XIW_QP_ATTR_MASK_SUPPORTED                                          \
@@ -170,7 +252,9 @@ int xiw_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			err = -EINVAL;
 			goto out;
 		}
-		qp->state = attr->qp_state;
+		err = xiw_qp_enter_state(qp, cur, attr->qp_state);
+		if (err)
+			goto out;
 	}
 	if (mask & IB_QP_ACCESS_FLAGS)
 		qp->access = attr->qp_access_flags;
@@ -215,19 +299,102 @@ int xiw_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	return 0;
 }
 
-/* The data path is not there yet: refuse every work request. */
+int xiw_qp_llp_bind(struct xiw_qp *qp, struct xiw_cep *cep,
+		    struct socket *sock, const struct xiw_conn_params *params)
+{
+	int err = 0;
+
+	mutex_lock(&qp->state_lock);
+	if (qp->cep || (qp->state != IB_QPS_INIT && qp->state != IB_QPS_RTR)) {
+		err = -EINVAL;
+		goto out;
+	}
+	/* Markers are negotiated off by xiw's CM (RFC 5044 §7.1 M bit). */
+	if (params->markers_tx || params->markers_rx) {
+		err = -EOPNOTSUPP;
+		goto out;
+	}
+	spin_lock_bh(&qp->lock);
+	qp->cep = cep;
+	qp->sock = sock;
+	qp->conn = *params;
+	qp->ord = min_t(u16, params->ord, XIW_MAX_ORD);
+	qp->ird = min_t(u16, params->ird, XIW_MAX_IRD);
+	qp->rx.rtr_expected = params->p2p && !params->initiator;
+	spin_unlock_bh(&qp->lock);
+
+	write_lock_bh(&sock->sk->sk_callback_lock);
+	qp->saved_data_ready = sock->sk->sk_data_ready;
+	qp->saved_write_space = sock->sk->sk_write_space;
+	sock->sk->sk_data_ready = xiw_qp_data_ready;
+	sock->sk->sk_write_space = xiw_qp_write_space;
+	write_unlock_bh(&sock->sk->sk_callback_lock);
+
+	/* Like every iWARP RNIC, the QP is ready to send once MPA is done. */
+	err = xiw_qp_enter_state(qp, qp->state, IB_QPS_RTS);
+	/* FPDUs the peer sent right after its MPA frame. */
+	xiw_qp_rx_process_queued(qp);
+out:
+	mutex_unlock(&qp->state_lock);
+	return err;
+}
+
+void xiw_qp_llp_unbind(struct xiw_qp *qp)
+{
+	struct socket *sock;
+
+	mutex_lock(&qp->state_lock);
+	sock = qp->sock;
+	if (sock) {
+		/* No callback runs once this returns. */
+		write_lock_bh(&sock->sk->sk_callback_lock);
+		sock->sk->sk_data_ready = qp->saved_data_ready;
+		sock->sk->sk_write_space = qp->saved_write_space;
+		write_unlock_bh(&sock->sk->sk_callback_lock);
+	}
+	/* Nor does the transmit path use the socket afterwards. */
+	mutex_lock(&qp->tx.lock);
+	spin_lock_bh(&qp->lock);
+	qp->cep = NULL;
+	qp->sock = NULL;
+	spin_unlock_bh(&qp->lock);
+	mutex_unlock(&qp->tx.lock);
+	xiw_qp_fatal(qp, XIW_WC_WR_FLUSH_ERR);
+	mutex_unlock(&qp->state_lock);
+}
+
+/*
+ * For user QPs these are the doorbells: the work requests are in the
+ * shared rings already.  Kernel consumers are not served yet.
+ */
 int xiw_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		  const struct ib_send_wr **bad_wr)
 {
-	*bad_wr = wr;
-	return -EOPNOTSUPP;
+	struct xiw_qp *qp = to_xiw_qp(ibqp);
+
+	if (!ibqp->uobject) {
+		*bad_wr = wr;
+		return -EOPNOTSUPP;
+	}
+	if (READ_ONCE(qp->state) == IB_QPS_RTS ||
+	    READ_ONCE(qp->state) == IB_QPS_ERR)
+		xiw_qp_tx_doorbell(qp);
+	return 0;
 }
 
 int xiw_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		  const struct ib_recv_wr **bad_wr)
 {
-	*bad_wr = wr;
-	return -EOPNOTSUPP;
+	struct xiw_qp *qp = to_xiw_qp(ibqp);
+
+	if (!ibqp->uobject) {
+		*bad_wr = wr;
+		return -EOPNOTSUPP;
+	}
+	/* Receives posted to a QP in Error complete as flushed. */
+	if (READ_ONCE(qp->state) == IB_QPS_ERR)
+		xiw_qp_rx_flush(qp);
+	return 0;
 }
 
 void xiw_qp_get_ref(struct ib_qp *ibqp)

@@ -143,15 +143,26 @@ enum {
 	 *   - it is inside Res, which RFC 5044 §7.1 requires stock peers to
 	 *     send as zero and to ignore on receive, so a stock peer never
 	 *     sets it and never chokes on it;
-	 *   - 0x10 is avoided because several existing implementations
-	 *     already give it a meaning ("enhanced RDMA connection" in
-	 *     cxgb4/siw), 0x08 because Linux siw uses it for its
-	 *     experimental GSO negotiation;  0x04 is unused by any
-	 *     implementation we know of.
-	 * Extensions are used on a connection only if both the Request and
-	 * the Reply frame carry the bit.
+	 *   - 0x10 is taken: it marks a Rev 2 frame as carrying the RFC
+	 *     6581 IRD/ORD word (XIW_MPA_FLAG_ENHANCED), 0x08 because Linux
+	 *     siw uses it for its experimental GSO negotiation;  0x04 is
+	 *     unused by any implementation we know of.
+	 * A stock responder (Linux siw) returns the Request's Res bits
+	 * unchanged in its Reply, so the Reply answers with a bit of its own,
+	 * XIW_MPA_FLAG_EXT_ACK: extensions are used on a connection only if
+	 * the Request carries XIW_MPA_FLAG_EXT and the Reply
+	 * XIW_MPA_FLAG_EXT_ACK.
 	 */
 	XIW_MPA_FLAG_EXT = 0x04,
+	/* The responder's answer to XIW_MPA_FLAG_EXT, see above. */
+	XIW_MPA_FLAG_EXT_ACK = 0x02,
+	/*
+	 * RFC 6581 §5: Rev 2 frames start their private data with the
+	 * IRD/ORD word.  The deployed implementations (Linux siw, cxgb4,
+	 * irdma) mark its presence with this Res bit and refuse Rev 2 frames
+	 * without it; a Rev 2 frame without it has no IRD/ORD word.
+	 */
+	XIW_MPA_FLAG_ENHANCED = 0x10,
 };
 
 enum {

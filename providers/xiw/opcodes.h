@@ -53,6 +53,21 @@ constexpr std::optional<wr_opcode> to_wr_opcode(ibv_wr_opcode op) noexcept
 	return std::nullopt;
 }
 
+// Whether the kernel executes an SQE opcode.  The others have an encoding
+// but are refused at post time until their kernel side exists.
+constexpr bool kernel_executes(wr_opcode op) noexcept
+{
+	switch (op) {
+	case wr_opcode::send:
+	case wr_opcode::send_with_inv:
+	case wr_opcode::rdma_write:
+	case wr_opcode::rdma_read:
+		return true;
+	default:
+		return false;
+	}
+}
+
 // ---- completion queue ----------------------------------------------------
 
 // Completion opcodes of the xiw extensions that verbs (rdma-core 44) has no

@@ -121,6 +121,11 @@ public:
 	// published before are visible.
 	std::uint32_t load_producer() const noexcept { return load(ctrl().producer); }
 	std::uint32_t load_consumer() const noexcept { return load(ctrl().consumer); }
+	std::uint32_t load_notify() const noexcept
+	{
+		return std::atomic_ref<__u32>(ctrl().notify)
+			.load(std::memory_order_relaxed);
+	}
 
 	// Index written by us: release, so that the entries we read (consumer)
 	// or wrote (producer) are done before the other side sees it.

@@ -25,3 +25,32 @@ for attr in transport node_type fw_ver vendor_id max_qp max_qp_wr max_sge \
 	done
 	printf '%s\n' "$row"
 done
+
+# A short real workload on each device: server and client on one host,
+# which perftest and rping run over the device that owns the address.
+addr_of() {
+	local netdev
+	netdev=$(rdma link show "$1/1" | sed -n 's/.* netdev \([^ ]*\).*/\1/p')
+	ip -4 -o addr show dev "$netdev" | awk '{print $4}' | cut -d/ -f1
+}
+
+section "rping over xiw0 (3 validated pings)"
+addr=$(addr_of xiw0)
+rping -s -a "$addr" -C 3 -V -v >/dev/null 2>&1 &
+sleep 2
+run rping -c -a "$addr" -C 3 -V -v -S 64
+wait
+
+port=18600
+for dev in xiw0 siw0 rxe0; do
+	section "ib_write_lat -R, 2 bytes, over $dev"
+	addr=$(addr_of "$dev")
+	gid=()
+	[ "$dev" = rxe0 ] && gid=(-x 1)
+	port=$((port + 1))
+	timeout 120 ib_write_lat -R -d "$dev" "${gid[@]}" -p "$port" -s 2 -n 1000 >/dev/null 2>&1 &
+	sleep 3
+	timeout 120 ib_write_lat -R -d "$dev" "${gid[@]}" -p "$port" -s 2 -n 1000 "$addr" |
+		grep -E '^ *#bytes|^ *2 '
+	wait || true
+done

@@ -56,6 +56,23 @@ TEST(Mpa, ExtensionBitIsReserved)
 	EXPECT_EQ(XIW_MPA_FLAG_EXT & (XIW_MPA_FLAG_EXT - 1), 0);
 }
 
+// The Res bits in use: the RFC 6581 "enhanced" marker of the IRD/ORD
+// word, and xiw's extension bit with the responder's own answer to it
+// (a stock responder echoes the Request's Res bits).  All distinct.
+TEST(Mpa, ResBitsInUse)
+{
+	EXPECT_EQ(XIW_MPA_FLAG_ENHANCED, 0x10);
+	EXPECT_EQ(XIW_MPA_FLAG_EXT_ACK, 0x02);
+	const int res[] = {XIW_MPA_FLAG_ENHANCED, XIW_MPA_FLAG_EXT,
+			   XIW_MPA_FLAG_EXT_ACK};
+	int seen = 0;
+	for (int bit : res) {
+		EXPECT_EQ(bit & XIW_MPA_FLAG_RES_MASK, bit);
+		EXPECT_EQ(seen & bit, 0);
+		seen |= bit;
+	}
+}
+
 // A Rev 2 Reply: CRC + xiw extension bit, PD_Length 4, followed by the
 // RFC 6581 §5 IRD/ORD word: A=1 (P2P), B=1 (zero-length Send RTR),
 // IRD=16; C=0, D=1 (zero-length Read RTR), ORD=0x3fff.

@@ -1,0 +1,721 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * xiw receive path: parses the FPDU stream (RFC 5044 §4) straight out of
+ * the TCP receive queue in the socket's data_ready callback, validates
+ * each DDP segment (RFC 5041 §7) and RDMAP message (RFC 5040 §7) and
+ * places its payload directly into the target memory.  Any error sends
+ * the matching Terminate and stops the stream.
+ *
+ * The parser runs with qp->lock held, under the socket lock, so it never
+ * runs twice at once and the RQ/ORQ state it shares with flushes is safe.
+ */
+#include <linux/crc32c.h>
+#include <linux/skbuff.h>
+#include <net/tcp.h>
+
+#include "xiw.h"
+
+/* Room for the optional copies of a Terminate (RFC 5040 §4.8). */
+#define XIW_TERM_TAIL_MAX sizeof(((struct xiw_qp_rx *)NULL)->term_tail)
+
+static struct xiw_ring_ctrl *xiw_rq_ctrl(struct xiw_qp *qp)
+{
+	return qp->rq.mem;
+}
+
+static void xiw_rqe_release(struct xiw_qp_rx *rx)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(rx->rqe_mr); i++) {
+		if (rx->rqe_mr[i])
+			xiw_mr_put(rx->rqe_mr[i]);
+		rx->rqe_mr[i] = NULL;
+	}
+	rx->rqe_valid = false;
+}
+
+static void xiw_rq_complete(struct xiw_qp *qp, u32 byte_len, u8 status,
+			    bool solicited)
+{
+	struct xiw_qp_rx *rx = &qp->rx;
+	struct xiw_cqe cqe = {
+		.wr_id = rx->rqe.wr_id,
+		.byte_len = byte_len,
+		.qp_num = qp->ibqp.qp_num,
+		.opcode = XIW_WC_RECV,
+		.status = status,
+	};
+
+	xiw_rqe_release(rx);
+	xiw_cq_post(to_xiw_cq(qp->ibqp.recv_cq), &cqe,
+		    solicited || status != XIW_WC_SUCCESS);
+}
+
+/* Copies the next RQE off the ring; false if the consumer posted none. */
+static bool xiw_rq_pop(struct xiw_qp *qp, struct xiw_rqe *rqe)
+{
+	struct xiw_ring_ctrl *ctrl = xiw_rq_ctrl(qp);
+	u32 consumer;
+
+	if (!qp->rq.num)
+		return false;
+	consumer = ctrl->consumer;
+	/* Pairs with the provider's release: RQE contents before index. */
+	if (smp_load_acquire(&ctrl->producer) == consumer)
+		return false;
+	memcpy(rqe, qp->rq.mem + XIW_RING_ENTRIES_OFFSET +
+		    (size_t)(consumer & (qp->rq.num - 1)) * sizeof(*rqe),
+	       sizeof(*rqe));
+	/* The slot is read out before the provider may refill it. */
+	smp_store_release(&ctrl->consumer, consumer + 1);
+	return true;
+}
+
+/* Completes every posted receive with a flush error; qp->lock held. */
+static void xiw_rq_flush_locked(struct xiw_qp *qp)
+{
+	struct xiw_qp_rx *rx = &qp->rx;
+
+	/*
+	 * Receives posted from now on need a doorbell to be flushed.  Asking
+	 * for it before emptying the ring (full barrier, paired with the
+	 * provider's between its producer store and its notify load) means
+	 * every receive is either flushed below or rings.
+	 */
+	if (qp->rq.num)
+		/* see above */
+		smp_store_mb(xiw_rq_ctrl(qp)->notify, 1);
+	if (rx->rqe_valid)
+		xiw_rq_complete(qp, 0, XIW_WC_WR_FLUSH_ERR, true);
+	while (xiw_rq_pop(qp, &rx->rqe))
+		xiw_rq_complete(qp, 0, XIW_WC_WR_FLUSH_ERR, true);
+}
+
+void xiw_qp_rx_flush(struct xiw_qp *qp)
+{
+	spin_lock_bh(&qp->lock);
+	xiw_rq_flush_locked(qp);
+	spin_unlock_bh(&qp->lock);
+}
+
+/* Stops the stream after a protocol error: Terminate, then Error. */
+static void xiw_rx_fail(struct xiw_qp *qp, u8 layer, u8 etype, u8 ecode)
+	__must_hold(&qp->lock)
+{
+	struct xiw_qp_rx *rx = &qp->rx;
+	u8 ddp_len = rx->hdr_got > XIW_DDP_HDR_OFFSET ?
+		     min_t(u32, rx->hdr_got, sizeof(struct xiw_ddp_untagged_hdr)) -
+		     XIW_DDP_HDR_OFFSET : 0;
+
+	rx->failed = true;
+	spin_unlock_bh(&qp->lock);
+	ibdev_dbg(qp->ibqp.device,
+		  "qp %u: terminating: layer %u type %u code %u, opcode %d\n",
+		  qp->ibqp.qp_num, layer, etype, ecode,
+		  rx->op ? rx->op->opcode : -1);
+	xiw_qp_send_terminate(qp, layer, etype, ecode,
+			      (u8 *)&rx->hdr + XIW_DDP_HDR_OFFSET,
+			      rx->op && rx->op->flags & XIW_OPF_TAGGED ?
+			      min_t(u8, ddp_len, XIW_DDP_TAGGED_HLEN) : ddp_len,
+			      be16_to_cpu(rx->hdr.ctrl.mpa_len));
+	xiw_qp_fatal(qp, XIW_WC_FATAL_ERR);
+	spin_lock_bh(&qp->lock);
+}
+
+static void xiw_rx_fail_access(struct xiw_qp *qp, enum xiw_access_error why)
+{
+	/* Tagged buffer errors are DDP's (RFC 5041 §7.2), rights RDMAP's. */
+	switch (why) {
+	case XIW_ACCESS_RIGHTS:
+		xiw_rx_fail(qp, XIW_TERM_LAYER_RDMAP,
+			    XIW_RDMAP_ETYPE_REMOTE_PROTECTION,
+			    XIW_RDMAP_ECODE_ACCESS_RIGHTS);
+		break;
+	case XIW_ACCESS_BOUNDS:
+		xiw_rx_fail(qp, XIW_TERM_LAYER_DDP, XIW_DDP_ETYPE_TAGGED,
+			    XIW_DDP_ECODE_T_BASE_BOUNDS);
+		break;
+	case XIW_ACCESS_WRONG_PD:
+		xiw_rx_fail(qp, XIW_TERM_LAYER_DDP, XIW_DDP_ETYPE_TAGGED,
+			    XIW_DDP_ECODE_T_STAG_NOT_ASSOC);
+		break;
+	default:
+		xiw_rx_fail(qp, XIW_TERM_LAYER_DDP, XIW_DDP_ETYPE_TAGGED,
+			    XIW_DDP_ECODE_T_INVALID_STAG);
+		break;
+	}
+}
+
+static void xiw_rx_rtr_seen(struct xiw_qp *qp, u8 opcode)
+{
+	struct xiw_qp_rx *rx = &qp->rx;
+
+	if (rx->rtr_expected && opcode == qp->conn.rtr_opcode) {
+		rx->rtr_expected = false;
+		xiw_cm_rtr_received(qp->cep);
+	}
+}
+
+/* RDMA Write (RFC 5040 §5.1): the target is named by the peer's STag. */
+static bool xiw_rx_begin_write(struct xiw_qp *qp)
+{
+	struct xiw_qp_rx *rx = &qp->rx;
+	u32 stag = be32_to_cpu(rx->hdr.tagged.stag);
+	u64 to = xiw_get_be64(&rx->hdr.tagged.to);
+	enum xiw_access_error why;
+
+	/* A zero-length Write places nothing and names no buffer. */
+	if (!rx->payload_len) {
+		if (xiw_ddp_last(rx->hdr.ctrl.ddp_ctrl))
+			xiw_rx_rtr_seen(qp, XIW_OP_WRITE);
+		return true;
+	}
+	/*
+	 * Remote rights are those of the STag (RFC 5040 §2.1, §7).  The QP's
+	 * verbs access flags are not: librdmacm's active side leaves them at
+	 * 0 on iWARP, where iw_cm grants remote read and write by default.
+	 */
+	rx->tagged_mr = xiw_mr_get(to_xiw_dev(qp->ibqp.device), qp->ibqp.pd,
+				   stag, to, rx->payload_len,
+				   IB_ACCESS_REMOTE_WRITE, &why);
+	if (!rx->tagged_mr) {
+		xiw_rx_fail_access(qp, why);
+		return false;
+	}
+	return true;
+}
+
+/* RDMA Read Response: must continue the oldest outstanding Read. */
+static bool xiw_rx_begin_read_response(struct xiw_qp *qp)
+{
+	struct xiw_qp_rx *rx = &qp->rx;
+	u32 stag = be32_to_cpu(rx->hdr.tagged.stag);
+	u64 to = xiw_get_be64(&rx->hdr.tagged.to);
+	struct xiw_orq_entry *e;
+
+	if (rx->orq_head == rx->orq_tail) {
+		xiw_rx_fail(qp, XIW_TERM_LAYER_RDMAP,
+			    XIW_RDMAP_ETYPE_REMOTE_OPERATION,
+			    XIW_RDMAP_ECODE_UNEXPECTED_OPCODE);
+		return false;
+	}
+	e = &rx->orq[rx->orq_head % XIW_MAX_ORD];
+	if (rx->payload_len && (stag != e->sink_stag ||
+				to != e->sink_to + e->placed)) {
+		xiw_rx_fail_access(qp, XIW_ACCESS_INVALID_STAG);
+		return false;
+	}
+	if (rx->payload_len > e->len - e->placed) {
+		xiw_rx_fail_access(qp, XIW_ACCESS_BOUNDS);
+		return false;
+	}
+	return true;
+}
+
+/* RDMA Read Request (RFC 5040 §5.2): queued for the transmit path. */
+static bool xiw_rx_read_request(struct xiw_qp *qp)
+{
+	struct xiw_qp_rx *rx = &qp->rx;
+	struct xiw_qp_tx *tx = &qp->tx;
+	const struct xiw_rdmap_read_req *r = &rx->hdr.rreq.rreq;
+	u32 len = be32_to_cpu(r->read_size);
+	u64 src_to = xiw_get_be64(&r->src_to);
+	enum xiw_access_error why;
+	struct xiw_irq_entry *e;
+	struct xiw_mr *mr = NULL;
+
+	/* RFC 5040 §6.5: at most IRD Read Requests are outstanding. */
+	if (tx->irq_tail - tx->irq_head >= max_t(u8, qp->ird, 1)) {
+		xiw_rx_fail(qp, XIW_TERM_LAYER_DDP, XIW_DDP_ETYPE_UNTAGGED,
+			    XIW_DDP_ECODE_UT_INVALID_MSN_NOBUF);
+		return false;
+	}
+	if (len) {
+		/* Rights checked on the STag only, as for RDMA Write. */
+		mr = xiw_mr_get(to_xiw_dev(qp->ibqp.device), qp->ibqp.pd,
+				be32_to_cpu(r->src_stag), src_to, len,
+				IB_ACCESS_REMOTE_READ, &why);
+		if (!mr) {
+			/* RFC 5040 §7: the source STag is RDMAP's to check. */
+			xiw_rx_fail(qp, XIW_TERM_LAYER_RDMAP,
+				    XIW_RDMAP_ETYPE_REMOTE_PROTECTION,
+				    why == XIW_ACCESS_RIGHTS ?
+				    XIW_RDMAP_ECODE_ACCESS_RIGHTS :
+				    why == XIW_ACCESS_BOUNDS ?
+				    XIW_RDMAP_ECODE_BASE_BOUNDS :
+				    why == XIW_ACCESS_WRONG_PD ?
+				    XIW_RDMAP_ECODE_STAG_NOT_ASSOC :
+				    XIW_RDMAP_ECODE_INVALID_STAG);
+			return false;
+		}
+	}
+	e = &tx->irq[tx->irq_tail % XIW_MAX_IRD];
+	*e = (struct xiw_irq_entry){
+		.mr = mr,
+		.src_to = src_to,
+		.sink_stag = be32_to_cpu(r->sink_stag),
+		.sink_to = xiw_get_be64(&r->sink_to),
+		.len = len,
+	};
+	tx->irq_tail++;
+	if (!len)
+		xiw_rx_rtr_seen(qp, XIW_OP_READ_REQ);
+	xiw_qp_tx_kick(qp);
+	return true;
+}
+
+/* Takes the RQE a new Send message goes into and checks its SGEs. */
+static bool xiw_rx_begin_receive(struct xiw_qp *qp)
+{
+	struct xiw_device *xdev = to_xiw_dev(qp->ibqp.device);
+	struct xiw_qp_rx *rx = &qp->rx;
+	enum xiw_access_error why;
+	unsigned int i;
+
+	if (!xiw_rq_pop(qp, &rx->rqe)) {
+		/* iWARP has no receiver-not-ready retry (RFC 5041 §7.2). */
+		xiw_rx_fail(qp, XIW_TERM_LAYER_DDP, XIW_DDP_ETYPE_UNTAGGED,
+			    XIW_DDP_ECODE_UT_INVALID_MSN_NOBUF);
+		return false;
+	}
+	rx->rqe_valid = true;
+	rx->msg_len = 0;
+	if (rx->rqe.num_sge > XIW_MAX_RECV_SGE) {
+		xiw_rq_complete(qp, 0, XIW_WC_LOC_LEN_ERR, true);
+		xiw_rx_fail(qp, XIW_TERM_LAYER_RDMAP,
+			    XIW_RDMAP_ETYPE_LOCAL_CATASTROPHIC,
+			    XIW_RDMAP_ECODE_LOCAL_CATASTROPHIC);
+		return false;
+	}
+	for (i = 0; i < rx->rqe.num_sge; i++) {
+		struct xiw_sge *sge = &rx->rqe.sge[i];
+
+		if (!sge->length)
+			continue;
+		rx->rqe_mr[i] = xiw_mr_get(xdev, qp->ibqp.pd, sge->lkey,
+					   sge->addr, sge->length,
+					   IB_ACCESS_LOCAL_WRITE, &why);
+		if (!rx->rqe_mr[i]) {
+			xiw_rq_complete(qp, 0, why == XIW_ACCESS_RIGHTS ?
+					XIW_WC_LOC_ACCESS_ERR :
+					XIW_WC_LOC_PROT_ERR, true);
+			xiw_rx_fail(qp, XIW_TERM_LAYER_RDMAP,
+				    XIW_RDMAP_ETYPE_LOCAL_CATASTROPHIC,
+				    XIW_RDMAP_ECODE_LOCAL_CATASTROPHIC);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Send (RFC 5040 §5.3): the next message of QN 0 into the next RQE. */
+static bool xiw_rx_begin_send(struct xiw_qp *qp)
+{
+	struct xiw_qp_rx *rx = &qp->rx;
+	const struct xiw_ddp_untagged_hdr *h = &rx->hdr.untagged;
+	u32 mo = be32_to_cpu(h->mo);
+
+	if (be32_to_cpu(h->msn) != rx->msn[XIW_QN_SEND]) {
+		xiw_rx_fail(qp, XIW_TERM_LAYER_DDP, XIW_DDP_ETYPE_UNTAGGED,
+			    XIW_DDP_ECODE_UT_INVALID_MSN_RANGE);
+		return false;
+	}
+	/* An RTR Send is consumed by the connection, not by the ULP. */
+	if (rx->rtr_expected && !mo && !rx->payload_len &&
+	    qp->conn.rtr_opcode == XIW_OP_SEND)
+		return true;
+	if (!mo && !rx->rqe_valid && !xiw_rx_begin_receive(qp))
+		return false;
+	if (mo != rx->msg_len) {
+		xiw_rx_fail(qp, XIW_TERM_LAYER_DDP, XIW_DDP_ETYPE_UNTAGGED,
+			    XIW_DDP_ECODE_UT_INVALID_MO);
+		return false;
+	}
+	return true;
+}
+
+/* Checks everything an FPDU header says; false if the stream failed. */
+static bool xiw_rx_begin_fpdu(struct xiw_qp *qp)
+{
+	struct xiw_qp_rx *rx = &qp->rx;
+	const struct xiw_ddp_untagged_hdr *h = &rx->hdr.untagged;
+
+	rx->crc = crc32c(~0U, &rx->hdr, rx->hdr_len);
+	if (rx->op->flags & XIW_OPF_TAGGED)
+		return rx->op->opcode == XIW_OP_WRITE ?
+		       xiw_rx_begin_write(qp) : xiw_rx_begin_read_response(qp);
+
+	if (be32_to_cpu(h->qn) != rx->op->qn) {
+		xiw_rx_fail(qp, XIW_TERM_LAYER_DDP, XIW_DDP_ETYPE_UNTAGGED,
+			    XIW_DDP_ECODE_UT_INVALID_QN);
+		return false;
+	}
+	switch (rx->op->opcode) {
+	case XIW_OP_SEND:
+	case XIW_OP_SEND_SE:
+	case XIW_OP_SEND_INV:
+	case XIW_OP_SEND_SE_INV:
+		return xiw_rx_begin_send(qp);
+	case XIW_OP_READ_REQ:
+	case XIW_OP_TERMINATE:
+		if (be32_to_cpu(h->msn) != rx->msn[rx->op->qn] ||
+		    be32_to_cpu(h->mo) != 0 || !xiw_ddp_last(h->ctrl.ddp_ctrl)) {
+			xiw_rx_fail(qp, XIW_TERM_LAYER_DDP,
+				    XIW_DDP_ETYPE_UNTAGGED,
+				    XIW_DDP_ECODE_UT_INVALID_MSN_RANGE);
+			return false;
+		}
+		if (rx->op->opcode == XIW_OP_TERMINATE &&
+		    rx->payload_len > XIW_TERM_TAIL_MAX) {
+			xiw_rx_fail(qp, XIW_TERM_LAYER_DDP,
+				    XIW_DDP_ETYPE_UNTAGGED,
+				    XIW_DDP_ECODE_UT_MSG_TOO_LONG);
+			return false;
+		}
+		return rx->op->opcode == XIW_OP_TERMINATE ||
+		       xiw_rx_read_request(qp);
+	default:
+		/* Extensions are not negotiated on this stream. */
+		xiw_rx_fail(qp, XIW_TERM_LAYER_RDMAP,
+			    XIW_RDMAP_ETYPE_REMOTE_OPERATION,
+			    XIW_RDMAP_ECODE_UNEXPECTED_OPCODE);
+		return false;
+	}
+}
+
+/*
+ * Decodes the first word of an FPDU: the header length follows from the
+ * opcode.  False if the stream failed.
+ */
+static bool xiw_rx_parse_ctrl(struct xiw_qp *qp)
+{
+	struct xiw_qp_rx *rx = &qp->rx;
+	const struct xiw_ctrl *c = &rx->hdr.ctrl;
+	bool tagged = xiw_ddp_tagged(c->ddp_ctrl);
+	u32 ulpdu = be16_to_cpu(c->mpa_len);
+
+	if (xiw_ddp_version(c->ddp_ctrl) != XIW_DDP_VERSION) {
+		xiw_rx_fail(qp, XIW_TERM_LAYER_DDP,
+			    tagged ? XIW_DDP_ETYPE_TAGGED : XIW_DDP_ETYPE_UNTAGGED,
+			    tagged ? XIW_DDP_ECODE_T_INVALID_VERSION :
+				     XIW_DDP_ECODE_UT_INVALID_VERSION);
+		return false;
+	}
+	if (xiw_rdmap_rv(c->rdmap_ctrl) != XIW_RDMAP_RV1) {
+		xiw_rx_fail(qp, XIW_TERM_LAYER_RDMAP,
+			    XIW_RDMAP_ETYPE_REMOTE_OPERATION,
+			    XIW_RDMAP_ECODE_INVALID_VERSION);
+		return false;
+	}
+	rx->op = xiw_opcode_lookup(XIW_RDMAP_RV1,
+				   xiw_rdmap_opcode(c->rdmap_ctrl));
+	if (!rx->op || !!(rx->op->flags & XIW_OPF_TAGGED) != tagged) {
+		rx->op = NULL;
+		xiw_rx_fail(qp, XIW_TERM_LAYER_RDMAP,
+			    XIW_RDMAP_ETYPE_REMOTE_OPERATION,
+			    XIW_RDMAP_ECODE_UNEXPECTED_OPCODE);
+		return false;
+	}
+	rx->hdr_len = tagged ? sizeof(struct xiw_ddp_tagged_hdr) :
+			       sizeof(struct xiw_ddp_untagged_hdr) +
+			       rx->op->hdr_len;
+	if (ulpdu + XIW_MPA_HDR_LEN < rx->hdr_len) {
+		xiw_rx_fail(qp, XIW_TERM_LAYER_LLP, XIW_LLP_ETYPE_MPA,
+			    XIW_LLP_ECODE_MARKER);
+		return false;
+	}
+	rx->payload_len = ulpdu + XIW_MPA_HDR_LEN - rx->hdr_len;
+	return true;
+}
+
+/* Maps the Terminate a peer sent to the status of our oldest request. */
+static u8 xiw_terminate_status(__be32 ctrl)
+{
+	switch (xiw_term_layer(ctrl)) {
+	case XIW_TERM_LAYER_RDMAP:
+		return xiw_term_etype(ctrl) == XIW_RDMAP_ETYPE_REMOTE_PROTECTION ?
+		       XIW_WC_REM_ACCESS_ERR : XIW_WC_REM_OP_ERR;
+	case XIW_TERM_LAYER_DDP:
+		return xiw_term_etype(ctrl) == XIW_DDP_ETYPE_TAGGED ?
+		       XIW_WC_REM_ACCESS_ERR : XIW_WC_REM_INV_REQ_ERR;
+	default:
+		return XIW_WC_FATAL_ERR;
+	}
+}
+
+static void xiw_rx_terminate(struct xiw_qp *qp)
+	__must_hold(&qp->lock)
+{
+	__be32 ctrl = qp->rx.hdr.term.term.ctrl;
+
+	qp->rx.failed = true;
+	spin_unlock_bh(&qp->lock);
+	ibdev_dbg(qp->ibqp.device,
+		  "qp %u: peer terminated: layer %u type %u code %u\n",
+		  qp->ibqp.qp_num, xiw_term_layer(ctrl), xiw_term_etype(ctrl),
+		  xiw_term_ecode(ctrl));
+	xiw_qp_fatal(qp, xiw_terminate_status(ctrl));
+	spin_lock_bh(&qp->lock);
+}
+
+/* The FPDU is complete and its CRC good: finish the message it ends. */
+static void xiw_rx_end_fpdu(struct xiw_qp *qp)
+	__must_hold(&qp->lock)
+{
+	struct xiw_qp_rx *rx = &qp->rx;
+	bool last = xiw_ddp_last(rx->hdr.ctrl.ddp_ctrl);
+	struct xiw_orq_entry *e;
+	u8 opcode = rx->op->opcode;
+
+	if (rx->tagged_mr) {
+		xiw_mr_put(rx->tagged_mr);
+		rx->tagged_mr = NULL;
+	}
+	switch (opcode) {
+	case XIW_OP_READ_RESP:
+		e = &rx->orq[rx->orq_head % XIW_MAX_ORD];
+		e->placed += rx->payload_len;
+		if (!last)
+			break;
+		rx->orq_head++;
+		if (e->wqe) {
+			spin_unlock_bh(&qp->lock);
+			xiw_qp_sq_complete_read(qp, e->wqe,
+						e->placed == e->len ?
+						XIW_WC_SUCCESS :
+						XIW_WC_REM_OP_ERR);
+			spin_lock_bh(&qp->lock);
+		}
+		break;
+	case XIW_OP_SEND:
+	case XIW_OP_SEND_SE:
+	case XIW_OP_SEND_INV:
+	case XIW_OP_SEND_SE_INV:
+		if (!last)
+			break;
+		rx->msn[XIW_QN_SEND]++;
+		if (!rx->rqe_valid) {
+			xiw_rx_rtr_seen(qp, XIW_OP_SEND);
+			break;
+		}
+		xiw_rq_complete(qp, rx->msg_len, XIW_WC_SUCCESS,
+				rx->op->flags & XIW_OPF_SE);
+		break;
+	case XIW_OP_READ_REQ:
+		rx->msn[XIW_QN_READ_REQ]++;
+		break;
+	case XIW_OP_TERMINATE:
+		rx->msn[XIW_QN_TERMINATE]++;
+		xiw_rx_terminate(qp);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Places @n payload bytes of the current FPDU from @skb at @off. */
+static bool xiw_rx_place(struct xiw_qp *qp, struct sk_buff *skb, int off,
+			 u32 n)
+{
+	struct xiw_qp_rx *rx = &qp->rx;
+	u32 pos = rx->payload_got;
+	struct xiw_orq_entry *e;
+	unsigned int i;
+
+	switch (rx->op->opcode) {
+	case XIW_OP_WRITE:
+		return !xiw_mr_copy_from_skb(rx->tagged_mr,
+				xiw_get_be64(&rx->hdr.tagged.to) + pos,
+				skb, off, n, &rx->crc);
+	case XIW_OP_READ_RESP:
+		e = &rx->orq[rx->orq_head % XIW_MAX_ORD];
+		return !xiw_mr_copy_from_skb(e->wqe->mr[0],
+					     e->sink_to + e->placed + pos,
+					     skb, off, n, &rx->crc);
+	case XIW_OP_TERMINATE:
+		/* Kept for the record only: its control word is the header. */
+		if (skb_copy_bits(skb, off, rx->term_tail + pos, n))
+			return false;
+		rx->crc = crc32c(rx->crc, rx->term_tail + pos, n);
+		return true;
+	default:
+		break;
+	}
+
+	/* A Send: spread over the SGEs of the RQE. */
+	while (n) {
+		u32 at = rx->msg_len;
+		u32 chunk;
+
+		for (i = 0; i < rx->rqe.num_sge; i++) {
+			if (at < rx->rqe.sge[i].length)
+				break;
+			at -= rx->rqe.sge[i].length;
+		}
+		if (i == rx->rqe.num_sge) {
+			xiw_rq_complete(qp, 0, XIW_WC_LOC_LEN_ERR, true);
+			xiw_rx_fail(qp, XIW_TERM_LAYER_DDP,
+				    XIW_DDP_ETYPE_UNTAGGED,
+				    XIW_DDP_ECODE_UT_MSG_TOO_LONG);
+			return false;
+		}
+		chunk = min(n, rx->rqe.sge[i].length - at);
+		if (xiw_mr_copy_from_skb(rx->rqe_mr[i],
+					 rx->rqe.sge[i].addr + at, skb, off,
+					 chunk, &rx->crc))
+			return false;
+		rx->msg_len += chunk;
+		off += chunk;
+		n -= chunk;
+	}
+	return true;
+}
+
+static void xiw_rx_reset_fpdu(struct xiw_qp_rx *rx)
+{
+	rx->hdr_got = 0;
+	rx->hdr_len = 0;
+	rx->payload_got = 0;
+	rx->trailer_got = 0;
+	rx->op = NULL;
+}
+
+/* Checks pad and CRC (RFC 5044 §4); false on a CRC error. */
+static bool xiw_rx_check_trailer(struct xiw_qp *qp, u32 pad)
+{
+	struct xiw_qp_rx *rx = &qp->rx;
+	u32 got;
+
+	if (!qp->conn.crc)
+		return true;
+	rx->crc = crc32c(rx->crc, rx->trailer, pad);
+	got = xiw_mpa_get_crc((struct xiw_mpa_trailer *)(rx->trailer + pad));
+	return got == ~rx->crc;
+}
+
+static int xiw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
+			unsigned int off, size_t len)
+{
+	struct xiw_qp *qp = desc->arg.data;
+	struct xiw_qp_rx *rx = &qp->rx;
+	size_t left = len;
+
+	while (left && !rx->failed) {
+		u32 want, n, pad;
+
+		if (!rx->hdr_len || rx->hdr_got < rx->hdr_len) {
+			want = rx->hdr_len ? rx->hdr_len :
+					     sizeof(struct xiw_ctrl);
+			n = min_t(size_t, want - rx->hdr_got, left);
+			if (skb_copy_bits(skb, off, (u8 *)&rx->hdr +
+					  rx->hdr_got, n))
+				goto fatal;
+			rx->hdr_got += n;
+			off += n;
+			left -= n;
+			if (!rx->hdr_len && rx->hdr_got == want &&
+			    !xiw_rx_parse_ctrl(qp))
+				break;
+			if (rx->hdr_len && rx->hdr_got == rx->hdr_len &&
+			    !xiw_rx_begin_fpdu(qp))
+				break;
+			continue;
+		}
+		if (rx->payload_got < rx->payload_len) {
+			n = min_t(size_t, rx->payload_len - rx->payload_got,
+				  left);
+			if (!xiw_rx_place(qp, skb, off, n))
+				break;
+			rx->payload_got += n;
+			off += n;
+			left -= n;
+			continue;
+		}
+		pad = xiw_mpa_pad_len(rx->hdr_len - XIW_MPA_HDR_LEN +
+				      rx->payload_len);
+		want = pad + XIW_MPA_CRC_LEN;
+		n = min_t(size_t, want - rx->trailer_got, left);
+		if (skb_copy_bits(skb, off, rx->trailer + rx->trailer_got, n))
+			goto fatal;
+		rx->trailer_got += n;
+		off += n;
+		left -= n;
+		if (rx->trailer_got < want)
+			continue;
+		if (!xiw_rx_check_trailer(qp, pad)) {
+			xiw_rx_fail(qp, XIW_TERM_LAYER_LLP, XIW_LLP_ETYPE_MPA,
+				    XIW_LLP_ECODE_CRC);
+			break;
+		}
+		xiw_rx_end_fpdu(qp);
+		xiw_rx_reset_fpdu(rx);
+	}
+	if (rx->failed)
+		desc->count = 0;
+	return len;
+
+fatal:
+	xiw_rx_fail(qp, XIW_TERM_LAYER_LLP, XIW_LLP_ETYPE_MPA,
+		    XIW_LLP_ECODE_LOCAL_CATASTROPHIC);
+	desc->count = 0;
+	return len;
+}
+
+/* Runs the parser over what the socket holds; socket lock held. */
+static void xiw_rx_read(struct xiw_qp *qp, struct sock *sk)
+{
+	read_descriptor_t desc = {
+		.arg.data = qp,
+		.count = 1,
+	};
+
+	spin_lock_bh(&qp->lock);
+	if (!qp->rx.failed && READ_ONCE(qp->state) != IB_QPS_ERR)
+		tcp_read_sock(sk, &desc, xiw_rx_actor);
+	spin_unlock_bh(&qp->lock);
+}
+
+void xiw_qp_data_ready(struct sock *sk)
+{
+	struct xiw_qp *qp;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	qp = sk->sk_user_data ? xiw_cep_qp(sk->sk_user_data) : NULL;
+	if (qp)
+		xiw_rx_read(qp, sk);
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+/* Bytes that arrived before the QP took the socket over. */
+void xiw_qp_rx_process_queued(struct xiw_qp *qp)
+{
+	struct sock *sk = qp->sock->sk;
+
+	lock_sock(sk);
+	xiw_rx_read(qp, sk);
+	release_sock(sk);
+}
+
+int xiw_qp_rx_init(struct xiw_qp *qp)
+{
+	struct xiw_qp_rx *rx = &qp->rx;
+	unsigned int i;
+
+	for (i = 0; i < XIW_QN_COUNT; i++)
+		rx->msn[i] = 1;
+	rx->orq = kcalloc(XIW_MAX_ORD, sizeof(*rx->orq), GFP_KERNEL);
+	return rx->orq ? 0 : -ENOMEM;
+}
+
+void xiw_qp_rx_destroy(struct xiw_qp *qp)
+{
+	struct xiw_qp_rx *rx = &qp->rx;
+
+	xiw_rqe_release(rx);
+	if (rx->tagged_mr)
+		xiw_mr_put(rx->tagged_mr);
+	rx->tagged_mr = NULL;
+	kfree(rx->orq);
+	rx->orq = NULL;
+}

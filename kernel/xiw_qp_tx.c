@@ -1,0 +1,830 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * xiw transmit path: turns send queue entries, answers to inbound RDMA
+ * Read Requests and Terminate messages into FPDUs (RFC 5044 §4, RFC 5041
+ * §4, RFC 5040 §4) and hands them to the TCP socket.
+ *
+ * All sending happens in process context with tx.lock held: directly in
+ * the doorbell system call when the queue is idle, else in the QP's work
+ * item.  FPDUs are framed into tx.buf, whose contents go to the socket in
+ * one call; what TCP does not take now goes when it signals write space.
+ */
+#include <linux/crc32c.h>
+#include <linux/highmem.h>
+#include <linux/net.h>
+#include <linux/tcp.h>
+#include <net/tcp.h>
+
+#include "xiw.h"
+
+#define XIW_TX_BUF_SIZE (64 * 1024)
+/* Loopback's MSS is near 64 KiB: keep several FPDUs per buffer. */
+#define XIW_FPDU_MAX (16 * 1024)
+
+struct workqueue_struct *xiw_wq;
+
+static struct xiw_ring_ctrl *xiw_sq_ctrl(struct xiw_qp *qp)
+{
+	return qp->sq.mem;
+}
+
+static struct xiw_sqe *xiw_sq_slot(struct xiw_qp *qp, u32 index)
+{
+	return qp->sq.mem + XIW_RING_ENTRIES_OFFSET +
+	       (size_t)(index & (qp->sq.num - 1)) * sizeof(struct xiw_sqe);
+}
+
+static struct xiw_wqe *xiw_wqe_at(struct xiw_qp *qp, u32 index)
+{
+	return &qp->tx.wqes[index & (qp->sq.num - 1)];
+}
+
+/* Largest ULP payload of an FPDU with a @hdr_size byte header. */
+static u32 xiw_tx_max_payload(struct xiw_qp *qp, u32 hdr_size)
+{
+	u32 mss = READ_ONCE(tcp_sk(qp->sock->sk)->mss_cache);
+	u32 fpdu = clamp_t(u32, mss, 512, XIW_FPDU_MAX);
+
+	/*
+	 * RFC 5044 §6: an FPDU should fit into one TCP segment, so that a
+	 * segment can be placed on its own.  Header, pad and CRC included.
+	 */
+	return round_down(fpdu - hdr_size - XIW_MPA_CRC_LEN, XIW_MPA_ALIGN);
+}
+
+/* Reserves room for an FPDU header; NULL when tx.buf is too full. */
+static void *xiw_tx_frame_begin(struct xiw_qp *qp, u32 hdr_size,
+				u32 payload)
+{
+	size_t need = xiw_mpa_fpdu_len(hdr_size - XIW_MPA_HDR_LEN + payload);
+
+	if (qp->tx.buf_len + need > XIW_TX_BUF_SIZE)
+		return NULL;
+	return qp->tx.buf + qp->tx.buf_len;
+}
+
+/* Pads the FPDU at @fpdu with its @ulpdu_len, adds the CRC and commits it. */
+static void xiw_tx_frame_end(struct xiw_qp *qp, u8 *fpdu, u32 ulpdu_len)
+{
+	u32 pad = xiw_mpa_pad_len(ulpdu_len);
+	u32 covered = XIW_MPA_HDR_LEN + ulpdu_len + pad;
+	struct xiw_mpa_trailer *trailer;
+
+	memset(fpdu + XIW_MPA_HDR_LEN + ulpdu_len, 0, pad);
+	trailer = (struct xiw_mpa_trailer *)(fpdu + covered);
+	/* RFC 5044 §4: without CRC the field is still there, all zero. */
+	xiw_mpa_put_crc(trailer, qp->conn.crc ? ~crc32c(~0U, fpdu, covered) : 0);
+	qp->tx.buf_len += covered + XIW_MPA_CRC_LEN;
+}
+
+/* Copies @len payload bytes of @wqe starting at @offset to @dst. */
+static void xiw_wqe_copy_payload(struct xiw_wqe *wqe, u32 offset, u8 *dst,
+				 u32 len)
+{
+	const struct xiw_sqe *sqe = &wqe->sqe;
+	unsigned int i;
+
+	if (sqe->flags & XIW_SQE_INLINE) {
+		memcpy(dst, (const u8 *)sqe->sge + offset, len);
+		return;
+	}
+	for (i = 0; i < sqe->num_sge && len; i++) {
+		u32 sge_len = sqe->sge[i].length;
+		u32 n;
+
+		if (offset >= sge_len) {
+			offset -= sge_len;
+			continue;
+		}
+		n = min(len, sge_len - offset);
+		xiw_mr_copy_from(wqe->mr[i], sqe->sge[i].addr + offset, dst, n);
+		dst += n;
+		len -= n;
+		offset = 0;
+	}
+}
+
+static void xiw_wqe_release(struct xiw_wqe *wqe)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(wqe->mr); i++) {
+		if (wqe->mr[i])
+			xiw_mr_put(wqe->mr[i]);
+		wqe->mr[i] = NULL;
+	}
+}
+
+static u8 xiw_wc_opcode_of(u8 wr_opcode)
+{
+	switch (wr_opcode) {
+	case XIW_WR_RDMA_WRITE:
+		return XIW_WC_RDMA_WRITE;
+	case XIW_WR_RDMA_READ:
+		return XIW_WC_RDMA_READ;
+	default:
+		return XIW_WC_SEND;
+	}
+}
+
+/*
+ * Completes the WQEs at the head of the SQ that are done, in order, and
+ * gives their slots back to the producer.  Called with qp->lock held.
+ */
+static void xiw_sq_retire(struct xiw_qp *qp)
+{
+	struct xiw_cq *cq = to_xiw_cq(qp->ibqp.send_cq);
+	struct xiw_qp_tx *tx = &qp->tx;
+
+	while (tx->retire != tx->fetch) {
+		struct xiw_wqe *wqe = xiw_wqe_at(qp, tx->retire);
+
+		if (!wqe->done)
+			break;
+		if (wqe->status != XIW_WC_SUCCESS ||
+		    wqe->sqe.flags & XIW_SQE_SIGNALED || qp->sig_all) {
+			struct xiw_cqe cqe = {
+				.wr_id = wqe->sqe.wr_id,
+				.byte_len = wqe->bytes,
+				.qp_num = qp->ibqp.qp_num,
+				.opcode = xiw_wc_opcode_of(wqe->sqe.opcode),
+				.status = wqe->status,
+			};
+
+			xiw_cq_post(cq, &cqe, wqe->status != XIW_WC_SUCCESS);
+		}
+		xiw_wqe_release(wqe);
+		wqe->done = false;
+		tx->retire++;
+	}
+	/* The slots are read out before the provider may refill them. */
+	smp_store_release(&xiw_sq_ctrl(qp)->consumer, tx->retire);
+}
+
+static void xiw_wqe_finish(struct xiw_qp *qp, struct xiw_wqe *wqe, u8 status)
+{
+	spin_lock_bh(&qp->lock);
+	wqe->status = status;
+	wqe->done = true;
+	xiw_sq_retire(qp);
+	spin_unlock_bh(&qp->lock);
+}
+
+/* An outbound Read finished (RX) or was flushed. */
+void xiw_qp_sq_complete_read(struct xiw_qp *qp, struct xiw_wqe *wqe,
+			     u8 status)
+{
+	xiw_wqe_finish(qp, wqe, status);
+	xiw_qp_tx_kick(qp);
+}
+
+static u8 xiw_access_error_status(enum xiw_access_error why)
+{
+	return why == XIW_ACCESS_RIGHTS ? XIW_WC_LOC_ACCESS_ERR :
+					  XIW_WC_LOC_PROT_ERR;
+}
+
+/*
+ * Checks a copy of a user SQE and takes references on the registrations
+ * of its SGEs.  Returns a work completion status.
+ */
+static u8 xiw_wqe_prepare(struct xiw_qp *qp, struct xiw_wqe *wqe)
+{
+	struct xiw_device *xdev = to_xiw_dev(qp->ibqp.device);
+	struct xiw_sqe *sqe = &wqe->sqe;
+	enum xiw_access_error why;
+	int access = 0;
+	u64 total = 0;
+	unsigned int i;
+
+	wqe->bytes = 0;
+	switch (sqe->opcode) {
+	case XIW_WR_SEND:
+	case XIW_WR_SEND_WITH_INV:
+	case XIW_WR_RDMA_WRITE:
+		break;
+	case XIW_WR_RDMA_READ:
+		/* The Read Request names one sink STag (RFC 5040 §4.4). */
+		if (sqe->num_sge > 1 || sqe->flags & XIW_SQE_INLINE)
+			return XIW_WC_LOC_QP_OP_ERR;
+		access = IB_ACCESS_LOCAL_WRITE;
+		break;
+	default:
+		return XIW_WC_LOC_QP_OP_ERR;
+	}
+
+	if (sqe->flags & XIW_SQE_INLINE) {
+		if (sqe->inline_length > XIW_MAX_INLINE)
+			return XIW_WC_LOC_LEN_ERR;
+		wqe->bytes = sqe->inline_length;
+		return XIW_WC_SUCCESS;
+	}
+	if (sqe->num_sge > XIW_MAX_SGE)
+		return XIW_WC_LOC_LEN_ERR;
+	for (i = 0; i < sqe->num_sge; i++) {
+		struct xiw_sge *sge = &sqe->sge[i];
+
+		total += sge->length;
+		/* Zero-length SGEs name no memory (IBTA o10-2.1). */
+		if (!sge->length)
+			continue;
+		wqe->mr[i] = xiw_mr_get(xdev, qp->ibqp.pd, sge->lkey,
+					sge->addr, sge->length, access, &why);
+		if (!wqe->mr[i])
+			return xiw_access_error_status(why);
+	}
+	if (total > (1U << 31))
+		return XIW_WC_LOC_LEN_ERR;
+	wqe->bytes = total;
+	return XIW_WC_SUCCESS;
+}
+
+/* Takes the next SQE off the ring into the shadow array, or NULL. */
+static struct xiw_wqe *xiw_sq_fetch(struct xiw_qp *qp)
+{
+	struct xiw_qp_tx *tx = &qp->tx;
+	struct xiw_wqe *wqe;
+	u32 producer;
+	u8 status;
+
+	if (!qp->sq.num)
+		return NULL;
+	/* Pairs with the provider's release: SQE contents before index. */
+	producer = smp_load_acquire(&xiw_sq_ctrl(qp)->producer);
+	if (producer == tx->fetch)
+		return NULL;
+	/* A producer running ahead of the free slots is a broken provider. */
+	if (tx->fetch - tx->retire >= qp->sq.num) {
+		xiw_qp_fatal(qp, XIW_WC_LOC_QP_OP_ERR);
+		return NULL;
+	}
+	wqe = xiw_wqe_at(qp, tx->fetch);
+	memcpy(&wqe->sqe, xiw_sq_slot(qp, tx->fetch), sizeof(wqe->sqe));
+	tx->fetch++;
+
+	status = xiw_wqe_prepare(qp, wqe);
+	if (status != XIW_WC_SUCCESS) {
+		xiw_wqe_finish(qp, wqe, status);
+		/* IBTA 10.8.3.1: a local WQE error takes the QP to Error. */
+		xiw_qp_fatal(qp, XIW_WC_WR_FLUSH_ERR);
+		return NULL;
+	}
+	return wqe;
+}
+
+/* RDMAP opcode of a Send variant (RFC 5040 §4.2). */
+static u8 xiw_send_opcode(const struct xiw_sqe *sqe)
+{
+	bool se = sqe->flags & XIW_SQE_SOLICITED;
+
+	if (sqe->opcode == XIW_WR_SEND_WITH_INV)
+		return se ? XIW_OP_SEND_SE_INV : XIW_OP_SEND_INV;
+	return se ? XIW_OP_SEND_SE : XIW_OP_SEND;
+}
+
+/*
+ * Frames as much of the current Send or Write as tx.buf takes.  Returns
+ * true when the whole message is framed.
+ */
+static bool xiw_tx_frame_message(struct xiw_qp *qp)
+{
+	struct xiw_qp_tx *tx = &qp->tx;
+	struct xiw_wqe *wqe = tx->cur;
+	const struct xiw_sqe *sqe = &wqe->sqe;
+	bool tagged = sqe->opcode == XIW_WR_RDMA_WRITE;
+	u32 hdr_size = tagged ? sizeof(struct xiw_ddp_tagged_hdr) :
+				sizeof(struct xiw_ddp_untagged_hdr);
+	u32 max = xiw_tx_max_payload(qp, hdr_size);
+	u32 msn = tx->msn[XIW_QN_SEND] + 1;
+
+	do {
+		u32 n = min(wqe->bytes - tx->cur_sent, max);
+		bool last = tx->cur_sent + n == wqe->bytes;
+		u32 ulpdu = hdr_size - XIW_MPA_HDR_LEN + n;
+		union xiw_hdr *hdr = xiw_tx_frame_begin(qp, hdr_size, n);
+
+		if (!hdr)
+			return false;
+		if (tagged) {
+			xiw_ctrl_set(&hdr->ctrl, ulpdu, 1, last, XIW_RDMAP_RV1,
+				     XIW_OP_WRITE);
+			xiw_tagged_set(&hdr->tagged, sqe->rkey,
+				       sqe->remote_addr + tx->cur_sent);
+		} else {
+			xiw_ctrl_set(&hdr->ctrl, ulpdu, 0, last, XIW_RDMAP_RV1,
+				     xiw_send_opcode(sqe));
+			xiw_untagged_set(&hdr->untagged,
+					 sqe->opcode == XIW_WR_SEND_WITH_INV ?
+					 sqe->invalidate_rkey : 0,
+					 XIW_QN_SEND, msn, tx->cur_sent);
+		}
+		xiw_wqe_copy_payload(wqe, tx->cur_sent, (u8 *)hdr + hdr_size, n);
+		xiw_tx_frame_end(qp, (u8 *)hdr, ulpdu);
+		tx->cur_sent += n;
+	} while (tx->cur_sent < wqe->bytes);
+
+	if (!tagged)
+		tx->msn[XIW_QN_SEND] = msn;
+	return true;
+}
+
+/* Frames the Read Request of @e (RFC 5040 §4.4); false if no room. */
+static bool xiw_tx_frame_read_request(struct xiw_qp *qp, u32 sink_stag,
+				      u64 sink_to, u32 len, u32 src_stag,
+				      u64 src_to)
+{
+	struct xiw_hdr_read_req *h;
+	u32 ulpdu = sizeof(*h) - XIW_MPA_HDR_LEN;
+
+	h = xiw_tx_frame_begin(qp, sizeof(*h), 0);
+	if (!h)
+		return false;
+	xiw_ctrl_set(&h->ddp.ctrl, ulpdu, 0, 1, XIW_RDMAP_RV1, XIW_OP_READ_REQ);
+	xiw_untagged_set(&h->ddp, 0, XIW_QN_READ_REQ,
+			 ++qp->tx.msn[XIW_QN_READ_REQ], 0);
+	h->rreq.sink_stag = cpu_to_be32(sink_stag);
+	xiw_put_be64(&h->rreq.sink_to, sink_to);
+	h->rreq.read_size = cpu_to_be32(len);
+	h->rreq.src_stag = cpu_to_be32(src_stag);
+	xiw_put_be64(&h->rreq.src_to, src_to);
+	xiw_tx_frame_end(qp, (u8 *)h, ulpdu);
+	return true;
+}
+
+/*
+ * Issues the current RDMA Read: an ORD slot (RFC 5040 §6.5: no more than
+ * ORD Reads outstanding), then the request.  False to retry later.
+ */
+static bool xiw_tx_issue_read(struct xiw_qp *qp)
+{
+	struct xiw_wqe *wqe = qp->tx.cur;
+	const struct xiw_sqe *sqe = &wqe->sqe;
+	struct xiw_qp_rx *rx = &qp->rx;
+	struct xiw_orq_entry *e;
+	u32 sink_stag = wqe->bytes ? sqe->sge[0].lkey : 0;
+	u64 sink_to = wqe->bytes ? sqe->sge[0].addr : 0;
+	bool ok = false;
+
+	spin_lock_bh(&qp->lock);
+	if (rx->orq_tail - rx->orq_head < max_t(u8, qp->ord, 1) &&
+	    xiw_tx_frame_read_request(qp, sink_stag, sink_to, wqe->bytes,
+				      sqe->rkey, sqe->remote_addr)) {
+		e = &rx->orq[rx->orq_tail++ % XIW_MAX_ORD];
+		*e = (struct xiw_orq_entry){
+			.wqe = wqe,
+			.sink_stag = sink_stag,
+			.sink_to = sink_to,
+			.len = wqe->bytes,
+		};
+		ok = true;
+	}
+	spin_unlock_bh(&qp->lock);
+	return ok;
+}
+
+/* Frames the RTR of RFC 6581 §5.2, sent once by the initiator. */
+static bool xiw_tx_frame_rtr(struct xiw_qp *qp)
+{
+	struct xiw_qp_rx *rx = &qp->rx;
+	bool ok = false;
+	u8 *h;
+
+	switch (qp->conn.rtr_opcode) {
+	case XIW_OP_READ_REQ:
+		spin_lock_bh(&qp->lock);
+		if (xiw_tx_frame_read_request(qp, 0, 0, 0, 0, 0)) {
+			rx->orq[rx->orq_tail++ % XIW_MAX_ORD] =
+				(struct xiw_orq_entry){};
+			ok = true;
+		}
+		spin_unlock_bh(&qp->lock);
+		return ok;
+	case XIW_OP_WRITE:
+		h = xiw_tx_frame_begin(qp, sizeof(struct xiw_ddp_tagged_hdr), 0);
+		if (!h)
+			return false;
+		xiw_ctrl_set((struct xiw_ctrl *)h, XIW_DDP_TAGGED_HLEN, 1, 1,
+			     XIW_RDMAP_RV1, XIW_OP_WRITE);
+		xiw_tagged_set((struct xiw_ddp_tagged_hdr *)h, 0, 0);
+		xiw_tx_frame_end(qp, h, XIW_DDP_TAGGED_HLEN);
+		return true;
+	default:
+		h = xiw_tx_frame_begin(qp, sizeof(struct xiw_ddp_untagged_hdr),
+				       0);
+		if (!h)
+			return false;
+		xiw_ctrl_set((struct xiw_ctrl *)h, XIW_DDP_UNTAGGED_HLEN, 0, 1,
+			     XIW_RDMAP_RV1, XIW_OP_SEND);
+		xiw_untagged_set((struct xiw_ddp_untagged_hdr *)h, 0,
+				 XIW_QN_SEND, ++qp->tx.msn[XIW_QN_SEND], 0);
+		xiw_tx_frame_end(qp, h, XIW_DDP_UNTAGGED_HLEN);
+		return true;
+	}
+}
+
+/*
+ * Frames Read Response FPDUs for the oldest inbound Read Request.
+ * Returns false when tx.buf is full, true when nothing is left to frame.
+ */
+static bool xiw_tx_frame_read_responses(struct xiw_qp *qp)
+{
+	struct xiw_qp_tx *tx = &qp->tx;
+	u32 hdr_size = sizeof(struct xiw_ddp_tagged_hdr);
+	u32 max = xiw_tx_max_payload(qp, hdr_size);
+
+	for (;;) {
+		struct xiw_irq_entry *e;
+		struct xiw_ddp_tagged_hdr *h;
+		bool last;
+		u32 n;
+
+		spin_lock_bh(&qp->lock);
+		if (tx->irq_head == tx->irq_tail) {
+			spin_unlock_bh(&qp->lock);
+			return true;
+		}
+		e = &tx->irq[tx->irq_head % XIW_MAX_IRD];
+		spin_unlock_bh(&qp->lock);
+
+		n = min(e->len - e->sent, max);
+		last = e->sent + n == e->len;
+		h = xiw_tx_frame_begin(qp, hdr_size, n);
+		if (!h)
+			return false;
+		xiw_ctrl_set(&h->ctrl, hdr_size - XIW_MPA_HDR_LEN + n, 1, last,
+			     XIW_RDMAP_RV1, XIW_OP_READ_RESP);
+		xiw_tagged_set(h, e->sink_stag, e->sink_to + e->sent);
+		if (n)
+			xiw_mr_copy_from(e->mr, e->src_to + e->sent,
+					 (u8 *)h + hdr_size, n);
+		xiw_tx_frame_end(qp, (u8 *)h, hdr_size - XIW_MPA_HDR_LEN + n);
+		e->sent += n;
+		if (last) {
+			if (e->mr)
+				xiw_mr_put(e->mr);
+			e->mr = NULL;
+			spin_lock_bh(&qp->lock);
+			tx->irq_head++;
+			spin_unlock_bh(&qp->lock);
+		}
+	}
+}
+
+/* Frames the pending Terminate (RFC 5040 §4.8); false if no room. */
+static bool xiw_tx_frame_terminate(struct xiw_qp *qp)
+{
+	struct xiw_term_info *t = &qp->tx.term;
+	struct xiw_hdr_terminate *h;
+	u32 flags = 0;
+	u32 ulpdu;
+
+	h = xiw_tx_frame_begin(qp, sizeof(*h), 0);
+	if (!h)
+		return false;
+	memset(h, 0, sizeof(*h));
+	if (t->ddp_hdr_len) {
+		flags = XIW_TERM_FLAG_M | XIW_TERM_FLAG_D;
+		h->term.ddp_seg_len = cpu_to_be16(t->seg_len);
+		memcpy(h->term.ddp_hdr, t->ddp_hdr, t->ddp_hdr_len);
+	}
+	/* Fixed part plus the copied segment length and DDP header. */
+	ulpdu = XIW_DDP_UNTAGGED_HLEN + sizeof(h->term.ctrl) +
+		(t->ddp_hdr_len ? sizeof(h->term.ddp_seg_len) +
+				  XIW_DDP_UNTAGGED_HLEN : 0);
+	xiw_ctrl_set(&h->ddp.ctrl, ulpdu, 0, 1, XIW_RDMAP_RV1,
+		     XIW_OP_TERMINATE);
+	xiw_untagged_set(&h->ddp, 0, XIW_QN_TERMINATE,
+			 ++qp->tx.msn[XIW_QN_TERMINATE], 0);
+	h->term.ctrl = xiw_term_ctrl(t->layer, t->etype, t->ecode, flags);
+	xiw_tx_frame_end(qp, (u8 *)h, ulpdu);
+	t->pending = false;
+	return true;
+}
+
+/*
+ * Hands tx.buf to TCP.  Returns 0 when all of it went, -EAGAIN when TCP
+ * is full (write space will call again), another error if the stream
+ * is broken.
+ */
+static int xiw_tx_push(struct xiw_qp *qp)
+{
+	struct xiw_qp_tx *tx = &qp->tx;
+
+	if (tx->buf_sent == tx->buf_len)
+		goto sent;
+	/*
+	 * Up before trying, so that write space arriving between a refused
+	 * send and our return is not lost; down again once all went.
+	 */
+	WRITE_ONCE(tx->wants_space, true);
+	while (tx->buf_sent < tx->buf_len) {
+		struct msghdr msg = {
+			.msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL,
+		};
+		struct kvec iov = {
+			.iov_base = tx->buf + tx->buf_sent,
+			.iov_len = tx->buf_len - tx->buf_sent,
+		};
+		int rv = kernel_sendmsg(qp->sock, &msg, &iov, 1, iov.iov_len);
+
+		if (rv < 0)
+			return rv;
+		tx->buf_sent += rv;
+	}
+	WRITE_ONCE(tx->wants_space, false);
+sent:
+	tx->buf_len = 0;
+	tx->buf_sent = 0;
+	return 0;
+}
+
+/* Completes every WQE not yet done with a flush error (QP in Error). */
+static void xiw_tx_flush(struct xiw_qp *qp)
+{
+	struct xiw_qp_tx *tx = &qp->tx;
+	u32 producer = 0;
+	u32 i;
+
+	if (qp->sq.num)
+		/* Pairs with the provider's release of its producer index. */
+		producer = smp_load_acquire(&xiw_sq_ctrl(qp)->producer);
+
+	tx->cur = NULL;
+	tx->buf_len = 0;
+	tx->buf_sent = 0;
+	spin_lock_bh(&qp->lock);
+	qp->rx.orq_head = qp->rx.orq_tail;
+	for (; tx->irq_head != tx->irq_tail; tx->irq_head++) {
+		struct xiw_irq_entry *e = &tx->irq[tx->irq_head % XIW_MAX_IRD];
+
+		if (e->mr)
+			xiw_mr_put(e->mr);
+		e->mr = NULL;
+	}
+	for (i = tx->retire; i != tx->fetch; i++) {
+		struct xiw_wqe *wqe = xiw_wqe_at(qp, i);
+
+		if (!wqe->done) {
+			wqe->status = tx->flush_status;
+			wqe->done = true;
+			tx->flush_status = XIW_WC_WR_FLUSH_ERR;
+		}
+	}
+	/* Entries posted after the error are flushed unread. */
+	while (tx->fetch != producer && tx->fetch - tx->retire < qp->sq.num) {
+		struct xiw_wqe *wqe = xiw_wqe_at(qp, tx->fetch++);
+
+		wqe->sqe.wr_id = xiw_sq_slot(qp, tx->fetch - 1)->wr_id;
+		wqe->sqe.opcode = xiw_sq_slot(qp, tx->fetch - 1)->opcode;
+		wqe->sqe.flags = XIW_SQE_SIGNALED;
+		wqe->bytes = 0;
+		/* The cause of the error goes to the first WQE flushed. */
+		wqe->status = tx->flush_status;
+		wqe->done = true;
+		tx->flush_status = XIW_WC_WR_FLUSH_ERR;
+	}
+	xiw_sq_retire(qp);
+	spin_unlock_bh(&qp->lock);
+}
+
+/* Picks and frames the next work; false when there is none or no room. */
+static bool xiw_tx_frame_next(struct xiw_qp *qp)
+{
+	struct xiw_qp_tx *tx = &qp->tx;
+
+	if (tx->term.pending)
+		return xiw_tx_frame_terminate(qp);
+	if (tx->rtr_pending) {
+		if (!xiw_tx_frame_rtr(qp))
+			return false;
+		tx->rtr_pending = false;
+		return true;
+	}
+	/* Read Responses go between messages, never inside one. */
+	if (!tx->cur) {
+		if (!xiw_tx_frame_read_responses(qp))
+			return false;
+		tx->cur = xiw_sq_fetch(qp);
+		tx->cur_sent = 0;
+		if (!tx->cur)
+			return false;
+	}
+	if (tx->cur->sqe.opcode == XIW_WR_RDMA_READ) {
+		if (!xiw_tx_issue_read(qp))
+			return false;
+		/* Completed by the last Read Response (xiw_qp_rx.c). */
+		tx->cur = NULL;
+		return true;
+	}
+	if (!xiw_tx_frame_message(qp))
+		return false;
+	tx->cur_done_on_flush = true;
+	return true;
+}
+
+static bool xiw_qp_sending(struct xiw_qp *qp)
+{
+	return READ_ONCE(qp->state) == IB_QPS_RTS && qp->sock;
+}
+
+/*
+ * The QP is in Error: the Terminate, if any, still goes out (RFC 5040
+ * §7.1), then the stream is closed and every WQE flushed.
+ */
+static void xiw_tx_error(struct xiw_qp *qp)
+{
+	struct xiw_qp_tx *tx = &qp->tx;
+	struct xiw_cep *cep = NULL;
+	bool terminated = false;
+
+	/* Only on an FPDU boundary: a torn FPDU cannot be followed. */
+	if (tx->term.pending && qp->sock && !tx->buf_sent) {
+		tx->buf_len = 0;
+		terminated = xiw_tx_frame_terminate(qp) && !xiw_tx_push(qp);
+	}
+	spin_lock_bh(&qp->lock);
+	if (tx->close_pending) {
+		tx->close_pending = false;
+		cep = qp->cep;
+	}
+	spin_unlock_bh(&qp->lock);
+	if (cep)
+		xiw_cm_qp_close(cep, !terminated);
+	xiw_tx_flush(qp);
+}
+
+/*
+ * The transmit loop; tx.lock held.  Returns true when it stopped for
+ * lack of work, false when it waits for TCP or for an ORD slot and will
+ * be called again when that frees up.
+ */
+static bool xiw_tx_run(struct xiw_qp *qp)
+{
+	struct xiw_qp_tx *tx = &qp->tx;
+	int err;
+
+	if (READ_ONCE(qp->state) == IB_QPS_ERR) {
+		xiw_tx_error(qp);
+		return true;
+	}
+	if (!xiw_qp_sending(qp))
+		return true;
+
+	for (;;) {
+		err = xiw_tx_push(qp);
+		if (err == -EAGAIN)
+			return false;
+		if (err) {
+			xiw_qp_fatal(qp, XIW_WC_FATAL_ERR);
+			return true;
+		}
+		if (tx->cur_done_on_flush) {
+			xiw_wqe_finish(qp, tx->cur, XIW_WC_SUCCESS);
+			tx->cur = NULL;
+			tx->cur_done_on_flush = false;
+		}
+		/* Fill the buffer with as much work as it takes. */
+		while (!tx->cur_done_on_flush && xiw_tx_frame_next(qp))
+			;
+		if (!tx->buf_len)
+			return !tx->cur;
+	}
+}
+
+/*
+ * Runs the transmit loop and keeps the SQ's notify flag up while the
+ * kernel will come back to the queue by itself; the provider rings the
+ * doorbell only when it is down.
+ */
+static void xiw_tx_run_sq(struct xiw_qp *qp)
+{
+	struct xiw_ring_ctrl *ctrl = qp->sq.num ? xiw_sq_ctrl(qp) : NULL;
+
+	if (!ctrl) {
+		xiw_tx_run(qp);
+		return;
+	}
+	for (;;) {
+		/* Up before the queue is read: the provider may skip a ring. */
+		smp_store_mb(ctrl->notify, 1);
+		if (!xiw_tx_run(qp))
+			return;
+		/*
+		 * Down, then look once more (full barrier in between, paired
+		 * with the provider's fence between its producer store and
+		 * its notify load): an SQE posted meanwhile is either seen
+		 * here or rings the doorbell.
+		 */
+		smp_store_mb(ctrl->notify, 0);
+		/* Pairs with the provider's release of its producer index. */
+		if (smp_load_acquire(&ctrl->producer) == qp->tx.fetch)
+			return;
+	}
+}
+
+static void xiw_tx_work(struct work_struct *work)
+{
+	struct xiw_qp *qp = container_of(work, struct xiw_qp, tx.work);
+
+	mutex_lock(&qp->tx.lock);
+	xiw_tx_run_sq(qp);
+	mutex_unlock(&qp->tx.lock);
+}
+
+/* Makes the transmit path look at the QP again soon. */
+void xiw_qp_tx_kick(struct xiw_qp *qp)
+{
+	queue_work(xiw_wq, &qp->tx.work);
+}
+
+/*
+ * The provider rang: send now, in the caller's context, unless another
+ * sender is busy - it will then pick the new entries up.
+ */
+void xiw_qp_tx_doorbell(struct xiw_qp *qp)
+{
+	if (!mutex_trylock(&qp->tx.lock)) {
+		xiw_qp_tx_kick(qp);
+		return;
+	}
+	xiw_tx_run_sq(qp);
+	mutex_unlock(&qp->tx.lock);
+}
+
+void xiw_qp_write_space(struct sock *sk)
+{
+	struct xiw_qp *qp;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	qp = sk->sk_user_data ? xiw_cep_qp(sk->sk_user_data) : NULL;
+	/*
+	 * Every ACK frees space; only a sender that found TCP full is waiting
+	 * for it, and waking the worker for nothing costs the doorbell path.
+	 */
+	if (qp && READ_ONCE(qp->tx.wants_space) && sk_stream_is_writeable(sk)) {
+		WRITE_ONCE(qp->tx.wants_space, false);
+		xiw_qp_tx_kick(qp);
+	}
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+/*
+ * Queues a Terminate for the peer (any context).  Only the first error
+ * of a stream is reported.
+ */
+void xiw_qp_send_terminate(struct xiw_qp *qp, u8 layer, u8 etype, u8 ecode,
+			   const void *ddp_hdr, u8 ddp_hdr_len, u16 seg_len)
+{
+	struct xiw_term_info *t = &qp->tx.term;
+
+	spin_lock_bh(&qp->lock);
+	if (!t->pending && READ_ONCE(qp->state) != IB_QPS_ERR) {
+		t->pending = true;
+		t->layer = layer;
+		t->etype = etype;
+		t->ecode = ecode;
+		t->seg_len = seg_len;
+		t->ddp_hdr_len = min_t(u8, ddp_hdr_len, sizeof(t->ddp_hdr));
+		memcpy(t->ddp_hdr, ddp_hdr, t->ddp_hdr_len);
+	}
+	spin_unlock_bh(&qp->lock);
+}
+
+int xiw_qp_tx_init(struct xiw_qp *qp)
+{
+	struct xiw_qp_tx *tx = &qp->tx;
+
+	mutex_init(&tx->lock);
+	INIT_WORK(&tx->work, xiw_tx_work);
+	if (qp->sq.num) {
+		tx->wqes = kvcalloc(qp->sq.num, sizeof(*tx->wqes), GFP_KERNEL);
+		if (!tx->wqes)
+			return -ENOMEM;
+	}
+	tx->irq = kcalloc(XIW_MAX_IRD, sizeof(*tx->irq), GFP_KERNEL);
+	tx->buf = kvmalloc(XIW_TX_BUF_SIZE, GFP_KERNEL);
+	if (!tx->irq || !tx->buf) {
+		xiw_qp_tx_destroy(qp);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void xiw_qp_tx_destroy(struct xiw_qp *qp)
+{
+	struct xiw_qp_tx *tx = &qp->tx;
+	u32 i;
+
+	cancel_work_sync(&tx->work);
+	for (i = 0; tx->wqes && i < qp->sq.num; i++)
+		xiw_wqe_release(&tx->wqes[i]);
+	for (i = 0; tx->irq && i < XIW_MAX_IRD; i++)
+		if (tx->irq[i].mr)
+			xiw_mr_put(tx->irq[i].mr);
+	kvfree(tx->wqes);
+	kfree(tx->irq);
+	kvfree(tx->buf);
+	tx->wqes = NULL;
+	tx->irq = NULL;
+	tx->buf = NULL;
+}

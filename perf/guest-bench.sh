@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# The guest half of perf/run: every benchmark on every device, interleaved,
+# XIW_PERF_REPS times.  Writes $XIW_OUT/results.csv:
+#   repetition,benchmark,device,value,unit
+# Server and client run on one host: with a local address perftest and rping
+# use the device that owns it on both ends.
+set -euo pipefail
+
+reps=${XIW_PERF_REPS:-3}
+csv=$XIW_OUT/results.csv
+port=19000
+echo "repetition,benchmark,device,value,unit" >"$csv"
+
+addr_of() {
+	local netdev
+	netdev=$(rdma link show "$1/1" | sed -n 's/.* netdev \([^ ]*\).*/\1/p')
+	ip -4 -o addr show dev "$netdev" | awk '{print $4}' | cut -d/ -f1
+}
+
+# perftest TOOL DEV ADDR ARGS...: prints the client's result line.  All
+# devices connect through rdma_cm (-R); RoCE (rxe) also needs the GID of
+# the IPv4 address (index 1).
+perftest() {
+	local tool=$1 dev=$2 addr=$3
+	shift 3
+	[ "$dev" = rxe0 ] && set -- -x 1 "$@"
+	port=$((port + 1))
+	timeout 300 "$tool" -R -d "$dev" -p "$port" "$@" >"$XIW_OUT/server.log" 2>&1 &
+	local server=$!
+	sleep 3
+	timeout 300 "$tool" -R -d "$dev" -p "$port" "$@" "$addr" >"$XIW_OUT/client.log" 2>&1 || {
+		cat "$XIW_OUT/client.log" "$XIW_OUT/server.log" >&2
+		kill "$server" 2>/dev/null || true
+		return 1
+	}
+	wait "$server" || true
+	# The result row is the last line that starts with the message size.
+	grep -E '^[[:space:]]*[0-9]+[[:space:]]+[0-9]+' "$XIW_OUT/client.log" | tail -n 1
+}
+
+record() {
+	echo "$1,$2,$3,$4,$5" >>"$csv"
+	echo "rep $1: $2 on $3: $4 $5"
+}
+
+lat() { # REP NAME TOOL SIZE DEV ADDR: typical latency (us)
+	local line
+	line=$(perftest "$3" "$5" "$6" -s "$4" -n 2000) || return 0
+	record "$1" "$2" "$5" "$(awk '{print $5}' <<<"$line")" us
+}
+
+bw() { # REP NAME TOOL SIZE DEV ADDR: average bandwidth (MB/s)
+	local line
+	line=$(perftest "$3" "$5" "$6" -s "$4" -n 2000) || return 0
+	record "$1" "$2" "$5" "$(awk '{print $4}' <<<"$line")" MB/s
+}
+
+rping_time() { # REP DEV ADDR: microseconds per validated ping, 200 pings
+	local start end
+	port=$((port + 1))
+	rping -s -a "$3" -p "$port" -C 200 -V >/dev/null 2>&1 &
+	local server=$!
+	sleep 2
+	start=$(date +%s%N)
+	rping -c -a "$3" -p "$port" -C 200 -V -S 64 >/dev/null 2>&1 || {
+		kill "$server" 2>/dev/null || true
+		return 0
+	}
+	end=$(date +%s%N)
+	wait "$server" || true
+	record "$1" "rping -C 200 (per ping)" "$2" $(((end - start) / 200000)) us
+}
+
+qperf_tcp() { # REP ADDR: TCP latency and bandwidth on the same path
+	local out
+	qperf >/dev/null 2>&1 &
+	local server=$!
+	sleep 2
+	out=$(qperf -v "$2" -m 2 tcp_lat -m 65536 tcp_bw 2>&1 || true)
+	kill "$server" 2>/dev/null || true
+	wait "$server" 2>/dev/null || true
+	record "$1" "tcp_lat 2 B" tcp "$(awk '$1 == "latency" {print $3 * ($4 == "ms" ? 1000 : 1); exit}' <<<"$out")" us
+	record "$1" "tcp_bw 64 KiB" tcp "$(awk '$1 == "bw" {print $3 * ($4 == "GB/sec" ? 1000 : 1); exit}' <<<"$out")" MB/s
+}
+
+# Runs every benchmark on one device; LABEL names it in the results.
+bench_device() { # REP DEV LABEL
+	local addr
+	addr=$(addr_of "$2")
+	lat "$1" "ib_write_lat 2 B" ib_write_lat 2 "$2" "$addr"
+	lat "$1" "ib_write_lat 4 KiB" ib_write_lat 4096 "$2" "$addr"
+	bw "$1" "ib_write_bw 64 KiB" ib_write_bw 65536 "$2" "$addr"
+	lat "$1" "ib_read_lat 2 B" ib_read_lat 2 "$2" "$addr"
+	lat "$1" "ib_send_lat 2 B" ib_send_lat 2 "$2" "$addr"
+	rping_time "$1" "$2" "$addr"
+	sed -i "s/^\($1,[^,]*,\)$2,/\1$3,/" "$csv"
+}
+
+for rep in $(seq 1 "$reps"); do
+	bench_device "$rep" xiw0 xiw0
+	# siw asks for no CRC, so siw to siw runs without: so does this row.
+	echo 0 >/sys/module/xiw/parameters/mpa_crc
+	bench_device "$rep" xiw0 xiw0-nocrc
+	echo 1 >/sys/module/xiw/parameters/mpa_crc
+	bench_device "$rep" siw0 siw0
+	bench_device "$rep" rxe0 rxe0
+	qperf_tcp "$rep" "$(addr_of xiw0)"
+done

@@ -1,0 +1,56 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# Helpers for the cm_*.sh guest tests (sourced, not a test itself).
+
+cm_test=${XIW_BUILD_DIR:?set by scripts/guest}/tests/guest/xiw_cm_connect_test
+
+# in_ns HOST CMD...: run CMD on host a or b (b is init_net).
+in_ns() {
+	local host=$1
+	shift
+	if [ "$host" = b ]; then "$@"; else ip netns exec "$host" "$@"; fi
+}
+
+# wait_listen HOST PORT: until something listens on PORT on HOST.
+wait_listen() {
+	local i
+	for i in $(seq 1 100); do
+		[ -n "$(in_ns "$1" ss -Hltn "sport = :$2")" ] && return 0
+		sleep 0.1
+	done
+	echo "nothing listens on port $2 on host $1"
+	return 1
+}
+
+# wait_no_conn HOST PORT: until no TCP connection of PORT is left on HOST
+# other than those in TIME-WAIT (a connection xiw forgot fails the test).
+wait_no_conn() {
+	local i
+	for i in $(seq 1 100); do
+		[ -z "$(in_ns "$1" ss -Htn state connected "sport = :$2 or dport = :$2" |
+			grep -v TIME-WAIT)" ] && return 0
+		sleep 0.1
+	done
+	echo "connections of port $2 left on host $1:"
+	in_ns "$1" ss -tn "sport = :$2 or dport = :$2"
+	return 1
+}
+
+# cm_pair SERVER_HOST SERVER_ADDR CLIENT_HOST PORT SCENARIO
+cm_pair() {
+	local shost=$1 saddr=$2 chost=$3 port=$4 scen=$5 spid rc=0
+	echo "=== $scen: server on $shost ($saddr:$port), client on $chost"
+	in_ns "$shost" "$cm_test" server "$saddr" "$port" "$scen" &
+	spid=$!
+	wait_listen "$shost" "$port" || { kill "$spid"; return 1; }
+	in_ns "$chost" "$cm_test" client "$saddr" "$port" "$scen" || rc=1
+	wait "$spid" || rc=1
+	[ $rc = 0 ] || { echo "=== $scen: FAILED"; return 1; }
+	wait_no_conn "$shost" "$port"
+	wait_no_conn "$chost" "$port"
+}
+
+# cm_refused CLIENT_HOST ADDR PORT: nobody listens, the connect fails.
+cm_refused() {
+	echo "=== refused: client on $1 to $2:$3"
+	in_ns "$1" "$cm_test" client "$2" "$3" refused
+}

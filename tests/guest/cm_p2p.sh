@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# guest-options: --hosts 2 --peer xiw
+# guest-timeout: 600
+# MPA connection setup between two xiw devices with the default module
+# parameters: MPA rev 2 in peer-to-peer mode, so the responder reports
+# ESTABLISHED only once the initiator's RTR (RFC 6581 §5.2) came in over
+# the data path.
+set -euo pipefail
+. "$(dirname "$0")/cm_lib.bash"
+
+mount -t debugfs none /sys/kernel/debug 2>/dev/null || true
+dyndbg=/sys/kernel/debug/dynamic_debug/control
+[ -w $dyndbg ] && echo 'module xiw +p' >$dyndbg
+
+A=$XIW_ADDR_A B=$XIW_ADDR_B
+cm_pair a "$A" b 7501 cdisc
+cm_pair a "$A" b 7502 sdisc
+cm_pair a "$A" b 7503 reject
+cm_pair b "$B" a 7504 destroy
+cm_pair b "$B" a 7505 cdisc
+
+echo "--- what was negotiated:"
+dmesg | grep 'MPA rev' | sed 's/^\[[^]]*\] //' | sort | uniq -c
+dmesg | grep -q 'MPA rev 2 responder.* p2p 1 rtr 0x0' ||
+	{ echo "no P2P connection with an RDMA Write RTR"; exit 1; }
+for h in a b; do
+	left=$(in_ns $h rdma resource show)
+	echo "$h: $left"
+	grep -Eq ' (qp|cm_id) [1-9]' <<<"$left" && { echo "resources left on $h"; exit 1; }
+done
+echo "cm p2p: ok"

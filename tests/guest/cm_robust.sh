@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# guest-options: --hosts 2 --peer xiw --xiw-params "peer_to_peer=0 mpa_timeout=2"
+# guest-timeout: 600
+# Bad input on the wire during MPA setup (RFC 5044 §7.1): malformed,
+# truncated or missing Requests and Replies get the connection closed or
+# the connect failed - never an upcall for garbage, a hang or a leak - and
+# a listener destroyed with connections still reading their Request takes
+# them along.  A raw TCP peer written in Python plays the other side.
+set -euo pipefail
+. "$(dirname "$0")/cm_lib.bash"
+
+A=$XIW_ADDR_A B=$XIW_ADDR_B
+py=/usr/bin/python3
+
+# raw_client ADDR PORT HEXBYTES HOLD: connect from host b, send the bytes,
+# then expect xiw to close within HOLD seconds; prints how long it took.
+raw_client() {
+	"$py" - "$@" <<'PY'
+import socket, sys, time
+addr, port, data, hold = sys.argv[1], int(sys.argv[2]), bytes.fromhex(sys.argv[3]), float(sys.argv[4])
+s = socket.create_connection((addr, port), timeout=5)
+t0 = time.monotonic()
+if data:
+    s.sendall(data)
+s.settimeout(hold)
+try:
+    got = s.recv(100)
+except ConnectionResetError:
+    got = b''
+except socket.timeout:
+    print(f"not closed after {hold} s"); sys.exit(1)
+if got:
+    print(f"unexpected answer {got.hex()}"); sys.exit(1)
+print(f"closed after {time.monotonic() - t0:.1f} s")
+PY
+}
+
+# raw_server PORT REPLYHEX: on host b, accept one connection, read the
+# MPA Request, answer with REPLYHEX (nothing if empty), wait for the close.
+raw_server() {
+	"$py" - "$@" <<'PY' &
+import socket, sys
+port, reply = int(sys.argv[1]), bytes.fromhex(sys.argv[2])
+ls = socket.socket()
+ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("0.0.0.0", port))
+ls.listen(1)
+c, _ = ls.accept()
+c.settimeout(20)
+req = c.recv(600)
+assert req[:16] == b"MPA ID Req Frame", req[:16]
+if reply:
+    c.sendall(reply)
+try:
+    while c.recv(100):
+        pass
+except OSError:
+    pass
+PY
+}
+
+key_req=$(printf 'MPA ID Req Frame' | od -An -tx1 | tr -d ' \n')
+key_rep=$(printf 'MPA ID Rep Frame' | od -An -tx1 | tr -d ' \n')
+bad_key=$(printf 'MPA ID Xeq Frame' | od -An -tx1 | tr -d ' \n')
+
+# --- passive side: xiw0 listens on host a; garbage first, then a good
+# client must still get through with the very first CONNECT_REQUEST.
+port=7491
+in_ns a "$cm_test" server "$A" $port cdisc &
+spid=$!
+wait_listen a $port
+echo "bad key";        raw_client "$A" $port "${bad_key}40010000" 3
+echo "bad revision";   raw_client "$A" $port "${key_req}40030000" 3
+echo "PD_Length 600";  raw_client "$A" $port "${key_req}40010258" 3
+echo "R in a Request"; raw_client "$A" $port "${key_req}60010000" 3
+echo "v2 word cut";    raw_client "$A" $port "${key_req}50020002abcd" 3
+echo "FIN mid-frame";  "$py" - "$A" $port "${key_req}40010064" <<'PY'
+import socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
+s.sendall(bytes.fromhex(sys.argv[3]) + b"x" * 50)
+s.shutdown(socket.SHUT_WR)
+s.settimeout(3)
+try:
+    assert s.recv(100) == b""
+except ConnectionResetError:
+    pass
+print("closed")
+PY
+echo "silent peer";    raw_client "$A" $port "" 6
+echo "half a header";  raw_client "$A" $port "${key_req:0:20}" 6
+in_ns b "$cm_test" client "$A" $port cdisc
+wait "$spid"
+wait_no_conn a $port
+
+# --- a listener destroyed while a connection still reads its Request
+port=7492
+# Not through in_ns: $! must be the server itself, to kill it.
+ip netns exec a "$cm_test" server "$A" $port cdisc &
+spid=$!
+wait_listen a $port
+"$py" - "$A" $port <<'PY' &
+import socket, sys, time
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
+s.settimeout(10)
+t0 = time.monotonic()
+try:
+    s.recv(100)
+except ConnectionResetError:
+    pass
+dt = time.monotonic() - t0
+print(f"pending connection closed after {dt:.1f} s")
+# Well before mpa_timeout (2 s): closed by the listener's end.
+sys.exit(0 if dt < 1.5 else 1)
+PY
+ppid=$!
+sleep 0.5
+kill "$spid"; wait "$spid" || true
+wait "$ppid"
+wait_no_conn a $port
+
+# --- active side: xiw0 (host a) against a raw server on host b
+active() {
+	local port=$1 reply=$2 scen=$3 rpid
+	raw_server "$port" "$reply"
+	rpid=$!
+	wait_listen b "$port"
+	in_ns a "$cm_test" client "$B" "$port" "$scen"
+	wait "$rpid"
+	wait_no_conn a "$port"
+}
+echo "no Reply at all";  active 7493 "" unreachable
+echo "Reply, bad key";   active 7494 "${bad_key}40010000" connerr
+echo "Reply, rev 3";     active 7495 "${key_rep}40030000" connerr
+echo "Reply, PD 513";    active 7496 "${key_rep}40010201" connerr
+
+left=$(in_ns a rdma resource show)
+echo "a: $left"
+grep -Eq ' (qp|cm_id) [1-9]' <<<"$left" && { echo "resources left on xiw0"; exit 1; }
+echo "cm robustness: ok"

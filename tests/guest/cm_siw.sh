@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# guest-options: --hosts 2 --peer siw --xiw-params peer_to_peer=0
+# guest-timeout: 600
+# MPA connection setup between xiw and upstream siw through librdmacm,
+# both directions: private data both ways, reject with private data,
+# disconnect from either side, destroy without disconnect.  siw never asks
+# for the RFC 6581 RTR; xiw runs with peer_to_peer=0 so that it does not
+# ask either.  The negotiated parameters are printed from xiw's debug log.
+set -euo pipefail
+. "$(dirname "$0")/cm_lib.bash"
+
+mount -t debugfs none /sys/kernel/debug 2>/dev/null || true
+dyndbg=/sys/kernel/debug/dynamic_debug/control
+[ -w $dyndbg ] && echo 'module xiw +p' >$dyndbg
+
+A=$XIW_ADDR_A B=$XIW_ADDR_B
+# xiw (host a) connects to siw (host b)
+cm_pair b "$B" a 7481 cdisc
+cm_pair b "$B" a 7482 sdisc
+cm_pair b "$B" a 7483 reject
+cm_pair b "$B" a 7484 destroy
+# siw connects to xiw
+cm_pair a "$A" b 7485 cdisc
+cm_pair a "$A" b 7486 sdisc
+cm_pair a "$A" b 7487 reject
+cm_pair a "$A" b 7488 destroy
+cm_refused b "$A" 7489
+
+echo "--- what was negotiated (xiw's view):"
+dmesg | grep "MPA rev" | sed "s/^\[[^]]*\] //" | sort | uniq -c || true
+# siw echoes the Request's Res bits: that must not pass for the extensions.
+if dmesg | grep -q 'MPA rev.* ext 1'; then
+	echo "xiw believes siw speaks the RDMAP extensions"; exit 1
+fi
+left=$(in_ns a rdma resource show)
+echo "a: $left"
+grep -Eq ' (qp|cm_id) [1-9]' <<<"$left" && { echo "resources left on xiw0"; exit 1; }
+echo "cm xiw-siw: ok"

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# guest-options: --hosts 2 --peer siw
+# guest-timeout: 600
+# xiw with its default module parameters against upstream siw: xiw asks
+# for peer-to-peer mode and CRC, siw (which never asks for P2P itself)
+# answers with an RDMA Write RTR, which xiw's data path sends first.  In
+# the other direction siw's Request has no P2P, so none is used.
+set -euo pipefail
+. "$(dirname "$0")/cm_lib.bash"
+
+mount -t debugfs none /sys/kernel/debug 2>/dev/null || true
+dyndbg=/sys/kernel/debug/dynamic_debug/control
+[ -w $dyndbg ] && echo 'module xiw +p' >$dyndbg
+
+A=$XIW_ADDR_A B=$XIW_ADDR_B
+cm_pair b "$B" a 7511 cdisc
+cm_pair b "$B" a 7512 sdisc
+cm_pair b "$B" a 7513 reject
+cm_pair a "$A" b 7514 cdisc
+cm_pair a "$A" b 7515 sdisc
+
+echo "--- what was negotiated (xiw's view):"
+dmesg | grep 'MPA rev' | sed 's/^\[[^]]*\] //' | sort | uniq -c
+dmesg | grep -q 'MPA rev 2 initiator.* crc 1 .* ext 0 p2p 1 rtr 0x0' ||
+	{ echo "siw did not answer P2P with a Write RTR, or xiw got it wrong"; exit 1; }
+left=$(in_ns a rdma resource show)
+echo "a: $left"
+grep -Eq ' (qp|cm_id) [1-9]' <<<"$left" && { echo "resources left on xiw0"; exit 1; }
+echo "cm xiw-siw p2p: ok"

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# guest-options: --hosts 2 --peer xiw
+# guest-timeout: 600
+# Remote errors between two xiw hosts: bad STag, out of bounds, missing
+# access right and no posted receive each end in the expected completion
+# status (via the peer's Terminate), leave the target memory unchanged and
+# flush what follows; a peer process killed mid-transfer and a link going
+# down end the stream with error completions.  The harness then checks
+# dmesg and unloads xiw.
+set -euo pipefail
+
+bin=${XIW_BUILD_DIR:?}/tests/guest/xiw_datapath_errors_test
+port=7600
+
+start_server() {
+	port=$((port + 1))
+	on b "$bin" server "$XIW_ADDR_B" "$port" >"$XIW_OUT/errors-server.log" 2>&1 &
+	server=$!
+	for _ in $(seq 1 100); do
+		grep -q listening "$XIW_OUT/errors-server.log" && return 0
+		sleep 0.1
+	done
+	echo "server did not start"; cat "$XIW_OUT/errors-server.log"; exit 1
+}
+
+start_server
+for c in bad_rkey_write bad_rkey_read write_out_of_bounds read_out_of_bounds \
+	write_without_right read_without_right no_receive; do
+	on a timeout 60 "$bin" client "$XIW_ADDR_B" "$port" "$c"
+done
+sleep 1
+kill "$server"
+wait "$server" 2>/dev/null || true
+cat "$XIW_OUT/errors-server.log"
+if grep -q "bytes changed" "$XIW_OUT/errors-server.log" &&
+	! grep -q "[1-9][0-9]* bytes changed" "$XIW_OUT/errors-server.log"; then
+	echo "target memory unchanged by every failed operation"
+else
+	echo "FAIL: target memory was modified"; exit 1
+fi
+
+echo "== peer process killed mid-transfer"
+start_server
+on a timeout 60 "$bin" client "$XIW_ADDR_B" "$port" stream >"$XIW_OUT/stream.log" 2>&1 &
+client=$!
+sleep 2
+kill -9 "$server"
+wait "$client"
+cat "$XIW_OUT/stream.log"
+
+echo "== link down mid-transfer"
+start_server
+on a timeout 60 "$bin" client "$XIW_ADDR_B" "$port" stream >"$XIW_OUT/stream.log" 2>&1 &
+client=$!
+sleep 2
+on a ip link set va down
+wait "$client"
+cat "$XIW_OUT/stream.log"
+on a ip link set va up
+kill "$server" 2>/dev/null || true
+wait "$server" 2>/dev/null || true
+echo "errors: ok"

@@ -1,0 +1,47 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# Helpers for the two-host data path tests (sourced, not a test itself).
+
+dp_bin=${XIW_BUILD_DIR:?set by scripts/guest}/tests/guest/xiw_datapath_test
+dp_port=7470
+
+# dp_run SERVER_HOST CLIENT_HOST SERVER_ADDR [MAX_SIZE]: one byte-checked
+# run of Send/Recv, Write and Read over every size up to MAX_SIZE.
+dp_run() {
+	local server_host=$1 client_host=$2 addr=$3 max=${4:-4194304}
+	local log=$XIW_OUT/datapath-server-$dp_port.log rc=0
+	dp_port=$((dp_port + 1))
+	on "$server_host" "$dp_bin" server "$addr" "$dp_port" "$max" >"$log" 2>&1 &
+	local server=$!
+	# The listener is up once it says so.
+	for _ in $(seq 1 100); do
+		grep -q listening "$log" && break
+		sleep 0.1
+	done
+	on "$client_host" "$dp_bin" client "$addr" "$dp_port" "$max" || rc=$?
+	wait "$server" || rc=${rc:-$?}
+	sed 's/^/  server: /' "$log"
+	return "$rc"
+}
+
+# rping_run SERVER_HOST CLIENT_HOST SERVER_ADDR COUNT: rping, each ping
+# validated (-V); both sides must succeed.
+rping_run() {
+	local server_host=$1 client_host=$2 addr=$3 count=$4 rc=0
+	on "$server_host" rping -s -a "$addr" -C "$count" -V >"$XIW_OUT/rping-server.log" 2>&1 &
+	local server=$!
+	sleep 1
+	on "$client_host" rping -c -a "$addr" -C "$count" -V -S 64 \
+		>"$XIW_OUT/rping-client.log" 2>&1 || rc=$?
+	wait "$server" || rc=${rc:-$?}
+	if [ "$rc" != 0 ]; then
+		sed 's/^/  rping client: /' "$XIW_OUT/rping-client.log"
+		sed 's/^/  rping server: /' "$XIW_OUT/rping-server.log"
+		return "$rc"
+	fi
+	echo "rping: $count validated pings"
+}
+
+# set_param MODULE PARAM VALUE: runtime module parameter.
+set_param() {
+	echo "$3" >"/sys/module/$1/parameters/$2"
+}

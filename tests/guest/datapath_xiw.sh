@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# guest-options: --hosts 2 --peer xiw
+# guest-timeout: 900
+# xiw <-> xiw: Send/Recv, RDMA Write and Read of 0 B .. 4 MiB, byte-checked,
+# with MPA CRC on and off, and rping.
+set -euo pipefail
+# shellcheck source=datapath_lib.bash
+source "$(dirname "$0")/datapath_lib.bash"
+
+echo "== CRC on"
+dp_run b a "$XIW_ADDR_B"
+echo "== CRC off"
+set_param xiw mpa_crc 0
+dp_run b a "$XIW_ADDR_B"
+set_param xiw mpa_crc 1
+echo "== rping"
+rping_run b a "$XIW_ADDR_B" 1000

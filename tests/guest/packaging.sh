@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# guest-options: --no-xiw
+# guest-timeout: 900
+# guest-fixtures: xiw_packages
+#
+# The .debs of scripts/lib/build-packages.sh (ctest packaging.build) on a
+# system that has dkms and the kernel headers but nothing of xiw: dpkg -i,
+# DKMS builds xiw.ko for the running kernel, `rdma link add ... type xiw`
+# loads it by its alias, libibverbs finds xiw0 through the installed
+# provider (RDMAV_DRIVERS unset), the installed xiwdv.h and xiw.pc build a
+# program, perftest finds the device, and purging removes everything.
+# Runs with --no-xiw: the harness loads no xiw.ko from the build tree.
+set -euo pipefail
+
+# libibverbs must read /etc/libibverbs.d, not the harness's build-tree path.
+unset RDMAV_DRIVERS
+export DEBIAN_FRONTEND=noninteractive
+debs=${XIW_BUILD_DIR:?}/packages/deb
+kver=$(uname -r)
+multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
+provider=/usr/lib/$multiarch/libibverbs/libxiw-rdmav34.so
+driver=/etc/libibverbs.d/xiw.driver
+dkms_ko=/lib/modules/$kver/updates/dkms/xiw.ko
+packages=(xiw-dkms ibverbs-providers-xiw libxiw-dev)
+
+step() {
+	echo "== $* ($(cut -d' ' -f1 /proc/uptime)s)"
+}
+fail() {
+	echo "FAIL: $*"
+	exit 1
+}
+not_there() {
+	local f
+	for f; do
+		[[ ! -e $f ]] || fail "$f exists"
+	done
+}
+
+step "preconditions"
+# dkms uses <(...), which needs /dev/fd.  A real system gets it from udev or
+# systemd; the guest's bare devtmpfs has none (see the report to the lead:
+# guest-init should create it).
+if [[ ! -e /dev/fd ]]; then
+	ln -s /proc/self/fd /dev/fd
+	echo "note: created /dev/fd -> /proc/self/fd"
+fi
+shopt -s nullglob
+files=("$debs"/xiw-dkms_*_all.deb "$debs"/ibverbs-providers-xiw_*.deb "$debs"/libxiw-dev_*_all.deb)
+shopt -u nullglob
+((${#files[@]} == 3)) || fail "no packages in $debs: run scripts/lib/build-packages.sh (ctest packaging.build)"
+printf '%s\n' "${files[@]}"
+[[ ! -d /sys/module/xiw ]] || fail "xiw is loaded before the packages are installed"
+if modinfo -n xiw 2>/dev/null; then
+	fail "an xiw module is already installed for $kver"
+fi
+not_there "$provider" "$driver" /usr/src/xiw-* /var/lib/dkms/xiw
+command -v dkms >/dev/null || fail "dkms is not installed"
+[[ -e /lib/modules/$kver/build/Makefile ]] || fail "no kernel headers for $kver"
+
+step "dpkg -i (DKMS builds xiw.ko for $kver)"
+if ! dpkg -i "${files[@]}"; then
+	for log in /var/lib/dkms/xiw/*/build/make.log; do
+		[[ -e $log ]] && { echo "-- $log"; cat "$log"; }
+	done
+	fail "dpkg -i"
+fi
+dkms status xiw
+dpkg -l "${packages[@]}" | tail -n 3
+
+step "the module DKMS installed"
+ko=$(modinfo -n xiw)
+echo "modinfo -n xiw: $ko"
+[[ $ko == "$dkms_ko" ]] || fail "modinfo finds $ko, not the DKMS module $dkms_ko"
+case $ko in "$XIW_BUILD_DIR"/* | "$XIW_REPO"/*) fail "the module comes from the build tree" ;; esac
+[[ $(modinfo -F version xiw) == 0.1.0 ]] || fail "module version is not 0.1.0"
+grep -E 'alias rdma[-_]link[-_]xiw xiw$' "/lib/modules/$kver/modules.alias" ||
+	fail "depmod did not record the alias rdma-link-xiw"
+modprobe -c | grep -E '^softdep xiw ' || fail "/lib/modprobe.d/xiw.conf is not in effect"
+[[ ! -d /sys/module/xiw ]] || fail "installing loaded xiw"
+
+step "rdma link add xiw0 type xiw netdev d0, without modprobe"
+# The harness loaded the uverbs and RDMA CM modules; unload them so that the
+# softdep of /lib/modprobe.d/xiw.conf has to bring them back.
+softdep_checked=0
+if rmmod rdma_ucm ib_uverbs 2>/dev/null; then
+	softdep_checked=1
+else
+	echo "note: rdma_ucm/ib_uverbs in use; the softdep is not exercised"
+fi
+ip link add d0 type dummy
+ip addr add 192.0.2.1/24 dev d0
+ip link set d0 up
+rdma link add xiw0 type xiw netdev d0
+[[ -d /sys/module/xiw ]] || fail "xiw is not loaded"
+[[ $(cat /sys/module/xiw/srcversion) == $(modinfo -F srcversion "$dkms_ko") ]] ||
+	fail "the loaded xiw is not $dkms_ko"
+if ((softdep_checked)); then
+	[[ -d /sys/module/ib_uverbs && -d /sys/module/rdma_ucm ]] ||
+		fail "ib_uverbs/rdma_ucm were not loaded with xiw (softdep)"
+	echo "softdep: ib_uverbs and rdma_ucm loaded with xiw"
+fi
+rdma link show | grep -E 'link xiw0/1 .*netdev d0'
+for _ in $(seq 1 50); do
+	[[ -e /dev/infiniband/uverbs0 ]] && break
+	sleep 0.1
+done
+
+step "ibv_devinfo -d xiw0 through the installed provider"
+work=$(mktemp -d)
+ibv_devices
+LD_DEBUG=files ibv_devinfo -d xiw0 >"$work/devinfo.out" 2>"$work/ld-debug.out" || {
+	cat "$work/devinfo.out" "$work/ld-debug.out"
+	fail "ibv_devinfo -d xiw0"
+}
+cat "$work/devinfo.out"
+grep -Eq '^[[:space:]]*transport:[[:space:]]+iWARP' "$work/devinfo.out" || fail "xiw0 is not iWARP"
+grep -Eq 'vendor_id:[[:space:]]+0x786977' "$work/devinfo.out" || fail "wrong vendor id"
+loaded=$(sed -n 's/.*file=\([^ ]*libxiw-rdmav34\.so\).*/\1/p' "$work/ld-debug.out" | sort -u)
+echo "provider loaded: $loaded"
+[[ $loaded == "$provider" ]] || fail "libibverbs loaded '$loaded', not $provider"
+
+step "a program built with the installed xiwdv.h and xiw.pc"
+[[ $(pkg-config --modversion xiw) == 0.1.0 ]] || fail "pkg-config xiw version"
+# shellcheck disable=SC2046 # pkg-config prints separate words
+gcc -std=c99 -Wall -Wextra -Werror -o "$work/xiwdv_probe" tests/packaging/xiwdv_probe.c \
+	$(pkg-config --cflags --libs xiw)
+"$work/xiwdv_probe" xiw0
+
+step "perftest ib_write_lat through the installed packages"
+# 1. The server without -R (socket exchange) resolves xiw0, opens it through
+#    the installed provider and waits for a client.
+# 2. ib_write_lat -R, server and client over xiw0: both must complete.
+provider_maps() { # provider_maps PID: the libxiw-rdmav34.so files PID mapped
+	grep -o '/[^ ]*libxiw-rdmav34\.so' "/proc/$1/maps" 2>/dev/null | sort -u || true
+}
+ib_write_lat -d xiw0 -n 5 >"$work/server.out" 2>&1 &
+server=$!
+maps=
+for _ in $(seq 1 40); do
+	maps=$(provider_maps "$server")
+	[[ -n $maps ]] && break
+	kill -0 "$server" 2>/dev/null || break
+	sleep 0.5
+done
+sleep 1
+alive=0
+kill -0 "$server" 2>/dev/null && alive=1
+kill "$server" 2>/dev/null || true
+wait "$server" 2>/dev/null || true
+echo "-- ib_write_lat -d xiw0 (server, killed after a moment):"
+cat "$work/server.out"
+echo "server pid $server mapped: ${maps:-nothing}"
+((alive)) || fail "ib_write_lat server exited instead of waiting for a client"
+[[ $maps == "$provider" ]] || fail "ib_write_lat did not load $provider"
+
+LD_DEBUG=files timeout 120 stdbuf -oL ib_write_lat -d xiw0 -R -n 5 \
+	>"$work/server-R.out" 2>"$work/server-R.err" &
+server=$!
+# It listens on TCP port 18515 through xiw; if the listen is refused it
+# exits at once.
+listening=0
+for _ in $(seq 1 60); do
+	if [[ -n $(ss -Hltn 'sport = :18515' 2>/dev/null) ]]; then
+		listening=1
+		break
+	fi
+	kill -0 "$server" 2>/dev/null || break
+	sleep 0.5
+done
+# Still up without a listener ss can see: let the client try.
+if ((!listening)) && kill -0 "$server" 2>/dev/null; then
+	listening=1
+fi
+client_rc=
+if ((listening)); then
+	client_rc=0
+	timeout 60 ib_write_lat -d xiw0 -R -n 5 192.0.2.1 >"$work/client.out" 2>&1 || client_rc=$?
+	echo "-- ib_write_lat -d xiw0 -R 192.0.2.1 (client, exit $client_rc):"
+	cat "$work/client.out"
+	((client_rc == 0)) || kill "$server" 2>/dev/null || true
+fi
+server_rc=0
+wait "$server" || server_rc=$?
+echo "-- ib_write_lat -d xiw0 -R (server, exit $server_rc):"
+cat "$work/server-R.out"
+grep -v '^[[:space:]]*[0-9]*:' "$work/server-R.err" || true # all but LD_DEBUG
+loaded=$(sed -n 's/.*file=\([^ ]*libxiw-rdmav34\.so\).*/\1/p' "$work/server-R.err" | sort -u)
+echo "ib_write_lat -R server loaded: ${loaded:-nothing}"
+[[ $loaded == "$provider" ]] || fail "ib_write_lat -R did not load $provider"
+if grep -qiE 'not found|no IB devices' "$work/server-R.out"; then
+	fail "ib_write_lat -R did not find xiw0"
+fi
+((listening)) || fail "ib_write_lat -R server did not listen on xiw0"
+((client_rc == 0 && server_rc == 0)) ||
+	fail "ib_write_lat -R over xiw0: client exit $client_rc, server exit $server_rc"
+echo "ib_write_lat -R: pass (client and server completed)"
+rm -rf "$work"
+
+step "purge"
+rdma link delete xiw0
+ip link del d0
+rmmod xiw
+dpkg -P "${packages[@]}"
+for p in "${packages[@]}"; do
+	status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
+	[[ -z $status || $status == ?n* ]] || fail "$p is still installed ($status)"
+done
+not_there "$dkms_ko" "$provider" "$driver" /lib/modprobe.d/xiw.conf \
+	/usr/src/xiw-0.1.0 /var/lib/dkms/xiw /usr/include/infiniband/xiwdv.h \
+	"/usr/share/pkgconfig/xiw.pc"
+if modprobe -n xiw 2>/dev/null; then
+	fail "modprobe -n xiw still finds a module"
+fi
+if grep -q 'rdma[-_]link[-_]xiw' "/lib/modules/$kver/modules.alias"; then
+	fail "modules.alias still has rdma-link-xiw"
+fi
+devices=$(ibv_devices 2>&1 || true)
+[[ $devices != *xiw* ]] || fail "ibv_devices still lists xiw: $devices"
+echo "packaging: ok"
