@@ -133,32 +133,36 @@ static u8 xiw_wc_opcode_of(u8 wr_opcode)
  */
 static void xiw_sq_retire(struct xiw_qp *qp)
 {
-	struct xiw_cq *cq = to_xiw_cq(qp->ibqp.send_cq);
 	struct xiw_qp_tx *tx = &qp->tx;
 
 	while (tx->retire != tx->fetch) {
 		struct xiw_wqe *wqe = xiw_wqe_at(qp, tx->retire);
+		struct xiw_cqe cqe = {
+			.wr_id = wqe->sqe.wr_id,
+			.byte_len = wqe->bytes,
+			.qp_num = qp->ibqp.qp_num,
+			.opcode = xiw_wc_opcode_of(wqe->sqe.opcode),
+			.status = wqe->status,
+		};
+		bool report;
 
 		if (!wqe->done)
 			break;
-		if (wqe->status != XIW_WC_SUCCESS ||
-		    wqe->sqe.flags & XIW_SQE_SIGNALED || qp->sig_all) {
-			struct xiw_cqe cqe = {
-				.wr_id = wqe->sqe.wr_id,
-				.byte_len = wqe->bytes,
-				.qp_num = qp->ibqp.qp_num,
-				.opcode = xiw_wc_opcode_of(wqe->sqe.opcode),
-				.status = wqe->status,
-			};
-
-			xiw_cq_post(cq, &cqe, wqe->status != XIW_WC_SUCCESS);
-		}
+		report = wqe->status != XIW_WC_SUCCESS ||
+			 wqe->sqe.flags & XIW_SQE_SIGNALED || qp->sig_all;
 		xiw_wqe_release(wqe);
 		wqe->done = false;
 		tx->retire++;
+		/*
+		 * The slot goes back before its completion is visible: a
+		 * consumer that posts again as soon as it polls the CQE must
+		 * find room.  The slot was read out before (release).
+		 */
+		smp_store_release(&xiw_sq_ctrl(qp)->consumer, tx->retire);
+		if (report)
+			xiw_cq_post(to_xiw_cq(qp->ibqp.send_cq), &cqe,
+				    cqe.status != XIW_WC_SUCCESS);
 	}
-	/* The slots are read out before the provider may refill them. */
-	smp_store_release(&xiw_sq_ctrl(qp)->consumer, tx->retire);
 }
 
 static void xiw_wqe_finish(struct xiw_qp *qp, struct xiw_wqe *wqe, u8 status)

@@ -4,6 +4,8 @@
 # for MB/s: the labels say which).
 set terminal png size 1100,600
 set output outfile
+# Benchmark names contain underscores: no subscripts.
+set termoption noenhanced
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1

@@ -10,6 +10,7 @@ set -euo pipefail
 reps=${XIW_PERF_REPS:-3}
 csv=$XIW_OUT/results.csv
 port=19000
+label=
 echo "repetition,benchmark,device,value,unit" >"$csv"
 
 addr_of() {
@@ -39,9 +40,12 @@ perftest() {
 	grep -E '^[[:space:]]*[0-9]+[[:space:]]+[0-9]+' "$XIW_OUT/client.log" | tail -n 1
 }
 
+# record REP BENCHMARK DEVICE VALUE UNIT; the device is recorded under
+# $label when bench_device set one.
 record() {
-	echo "$1,$2,$3,$4,$5" >>"$csv"
-	echo "rep $1: $2 on $3: $4 $5"
+	local dev=${label:-$3}
+	echo "$1,$2,$dev,$4,$5" >>"$csv"
+	echo "rep $1: $2 on $dev: $4 $5"
 }
 
 lat() { # REP NAME TOOL SIZE DEV ADDR: typical latency (us)
@@ -88,13 +92,14 @@ qperf_tcp() { # REP ADDR: TCP latency and bandwidth on the same path
 bench_device() { # REP DEV LABEL
 	local addr
 	addr=$(addr_of "$2")
+	label=$3
 	lat "$1" "ib_write_lat 2 B" ib_write_lat 2 "$2" "$addr"
 	lat "$1" "ib_write_lat 4 KiB" ib_write_lat 4096 "$2" "$addr"
 	bw "$1" "ib_write_bw 64 KiB" ib_write_bw 65536 "$2" "$addr"
 	lat "$1" "ib_read_lat 2 B" ib_read_lat 2 "$2" "$addr"
 	lat "$1" "ib_send_lat 2 B" ib_send_lat 2 "$2" "$addr"
 	rping_time "$1" "$2" "$addr"
-	sed -i "s/^\($1,[^,]*,\)$2,/\1$3,/" "$csv"
+	label=
 }
 
 for rep in $(seq 1 "$reps"); do

@@ -45,3 +45,24 @@ rping_run() {
 set_param() {
 	echo "$3" >"/sys/module/$1/parameters/$2"
 }
+
+# perftest_run HOST TOOL ADDR ARGS...: a perftest pair over rdma_cm within
+# HOST (both ends use the device that owns ADDR); both must succeed.
+perftest_run() {
+	local host=$1 tool=$2 addr=$3 rc=0
+	shift 3
+	dp_port=$((dp_port + 1))
+	on "$host" timeout 120 "$tool" -R -p "$dp_port" "$@" \
+		>"$XIW_OUT/perftest-server.log" 2>&1 &
+	local server=$!
+	sleep 3
+	on "$host" timeout 120 "$tool" -R -p "$dp_port" "$@" "$addr" \
+		>"$XIW_OUT/perftest-client.log" 2>&1 || rc=$?
+	wait "$server" || rc=${rc:-$?}
+	if [ "$rc" != 0 ]; then
+		sed 's/^/  client: /' "$XIW_OUT/perftest-client.log"
+		sed 's/^/  server: /' "$XIW_OUT/perftest-server.log"
+		return "$rc"
+	fi
+	grep -E '^ *[0-9]+ +[0-9]+ ' "$XIW_OUT/perftest-client.log" | tail -n 1
+}

@@ -16,3 +16,9 @@ dp_run b a "$XIW_ADDR_B"
 set_param xiw mpa_crc 1
 echo "== rping"
 rping_run b a "$XIW_ADDR_B" 1000
+# Depth-1 posting right after each completion: the SQ slot must be free by
+# the time its completion is seen.
+echo "== perftest, CRC on"
+perftest_run a ib_read_lat "$XIW_ADDR_A" -d xiw0 -s 2 -n 3000
+perftest_run a ib_write_lat "$XIW_ADDR_A" -d xiw0 -s 2 -n 3000
+perftest_run a ib_send_lat "$XIW_ADDR_A" -d xiw0 -s 2 -n 3000
