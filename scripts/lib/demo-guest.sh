@@ -15,7 +15,7 @@ run ibv_devinfo -v -d xiw0
 
 section "Side by side"
 printf '%-28s %-14s %-14s %-14s\n' attribute xiw0 siw0 rxe0
-for attr in transport node_type fw_ver vendor_id max_qp max_qp_wr max_sge \
+for attr in transport fw_ver vendor_id max_qp max_qp_wr max_sge \
 	max_cqe max_mr_size max_qp_rd_atom atomic_cap max_srq; do
 	row=$(printf '%-28s' "$attr")
 	for dev in xiw0 siw0 rxe0; do
