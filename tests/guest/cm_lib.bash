@@ -54,3 +54,16 @@ cm_refused() {
 	echo "=== refused: client on $1 to $2:$3"
 	in_ns "$1" "$cm_test" client "$2" "$3" refused
 }
+
+# xiw logs what each connection negotiated through dynamic debug: turn it on.
+cm_log_negotiation() {
+	local dyndbg=/sys/kernel/debug/dynamic_debug/control
+	mount -t debugfs none /sys/kernel/debug 2>/dev/null || true
+	if [ -w $dyndbg ]; then echo 'module xiw +p' >$dyndbg; fi
+}
+
+# cm_show_negotiation TITLE: the negotiation lines, counted.
+cm_show_negotiation() {
+	echo "--- what was negotiated$1:"
+	dmesg | grep 'MPA rev' | sed 's/^\[[^]]*\] //' | sort | uniq -c  || true
+}

@@ -9,9 +9,7 @@
 set -euo pipefail
 . "$(dirname "$0")/cm_lib.bash"
 
-mount -t debugfs none /sys/kernel/debug 2>/dev/null || true
-dyndbg=/sys/kernel/debug/dynamic_debug/control
-[ -w $dyndbg ] && echo 'module xiw +p' >$dyndbg
+cm_log_negotiation
 
 A=$XIW_ADDR_A B=$XIW_ADDR_B
 cm_pair a "$A" b 7501 cdisc
@@ -20,8 +18,7 @@ cm_pair a "$A" b 7503 reject
 cm_pair b "$B" a 7504 destroy
 cm_pair b "$B" a 7505 cdisc
 
-echo "--- what was negotiated:"
-dmesg | grep 'MPA rev' | sed 's/^\[[^]]*\] //' | sort | uniq -c
+cm_show_negotiation ""
 dmesg | grep -q 'MPA rev 2 responder.* p2p 1 rtr 0x0' ||
 	{ echo "no P2P connection with an RDMA Write RTR"; exit 1; }
 for h in a b; do

@@ -10,9 +10,7 @@
 set -euo pipefail
 . "$(dirname "$0")/cm_lib.bash"
 
-mount -t debugfs none /sys/kernel/debug 2>/dev/null || true
-dyndbg=/sys/kernel/debug/dynamic_debug/control
-[ -w $dyndbg ] && echo 'module xiw +p' >$dyndbg
+cm_log_negotiation
 
 A=$XIW_ADDR_A B=$XIW_ADDR_B
 # xiw (host a) connects to siw (host b)
@@ -27,8 +25,7 @@ cm_pair a "$A" b 7487 reject
 cm_pair a "$A" b 7488 destroy
 cm_refused b "$A" 7489
 
-echo "--- what was negotiated (xiw's view):"
-dmesg | grep "MPA rev" | sed "s/^\[[^]]*\] //" | sort | uniq -c || true
+cm_show_negotiation " (xiw's view)"
 # siw echoes the Request's Res bits: that must not pass for the extensions.
 if dmesg | grep -q 'MPA rev.* ext 1'; then
 	echo "xiw believes siw speaks the RDMAP extensions"; exit 1

@@ -9,9 +9,7 @@
 set -euo pipefail
 . "$(dirname "$0")/cm_lib.bash"
 
-mount -t debugfs none /sys/kernel/debug 2>/dev/null || true
-dyndbg=/sys/kernel/debug/dynamic_debug/control
-[ -w $dyndbg ] && echo 'module xiw +p' >$dyndbg
+cm_log_negotiation
 
 A=$XIW_ADDR_A B=$XIW_ADDR_B
 cm_pair b "$B" a 7511 cdisc
@@ -20,8 +18,7 @@ cm_pair b "$B" a 7513 reject
 cm_pair a "$A" b 7514 cdisc
 cm_pair a "$A" b 7515 sdisc
 
-echo "--- what was negotiated (xiw's view):"
-dmesg | grep 'MPA rev' | sed 's/^\[[^]]*\] //' | sort | uniq -c
+cm_show_negotiation " (xiw's view)"
 dmesg | grep -q 'MPA rev 2 initiator.* crc 1 .* ext 0 p2p 1 rtr 0x0' ||
 	{ echo "siw did not answer P2P with a Write RTR, or xiw got it wrong"; exit 1; }
 left=$(in_ns a rdma resource show)
