@@ -211,7 +211,6 @@ struct xiw_qp {
 	void (*saved_write_space)(struct sock *sk);
 	struct xiw_conn_params conn;
 	struct completion iw_released;
-	u32 max_inline;
 	bool sig_all;			/* every WQE completes with a CQE */
 	int access;			/* IB_ACCESS_REMOTE_* granted */
 	u8 ord;
@@ -351,7 +350,6 @@ struct xiw_mr *xiw_mr_get(struct xiw_device *xdev, struct ib_pd *pd, u32 stag,
 			  u64 addr, u64 len, int access,
 			  enum xiw_access_error *why);
 void xiw_mr_put(struct xiw_mr *mr);
-void xiw_mr_copy_to(struct xiw_mr *mr, u64 addr, const void *src, size_t len);
 void xiw_mr_copy_from(struct xiw_mr *mr, u64 addr, void *dst, size_t len);
 int xiw_mr_copy_from_skb(struct xiw_mr *mr, u64 addr,
 			 const struct sk_buff *skb, int offset, size_t len,

@@ -122,15 +122,6 @@ static int xiw_mr_walk(struct xiw_mr *mr, u64 addr, size_t len,
 	return err;
 }
 
-static int xiw_piece_copy_to(void *kaddr, size_t n, void *arg)
-{
-	const u8 **src = arg;
-
-	memcpy(kaddr, *src, n);
-	*src += n;
-	return 0;
-}
-
 static int xiw_piece_copy_from(void *kaddr, size_t n, void *arg)
 {
 	u8 **dst = arg;
@@ -138,11 +129,6 @@ static int xiw_piece_copy_from(void *kaddr, size_t n, void *arg)
 	memcpy(*dst, kaddr, n);
 	*dst += n;
 	return 0;
-}
-
-void xiw_mr_copy_to(struct xiw_mr *mr, u64 addr, const void *src, size_t len)
-{
-	xiw_mr_walk(mr, addr, len, xiw_piece_copy_to, &src);
 }
 
 void xiw_mr_copy_from(struct xiw_mr *mr, u64 addr, void *dst, size_t len)

@@ -64,7 +64,6 @@ int xiw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	qp->state = IB_QPS_RESET;
 	refcount_set(&qp->iw_refs, 1);
 	init_completion(&qp->iw_released);
-	qp->max_inline = attr->cap.max_inline_data;
 	qp->sig_all = attr->sq_sig_type == IB_SIGNAL_ALL_WR;
 	err = xiw_qp_tx_init(qp);
 	if (!err)

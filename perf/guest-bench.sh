@@ -13,11 +13,8 @@ port=19000
 label=
 echo "repetition,benchmark,device,value,unit" >"$csv"
 
-addr_of() {
-	local netdev
-	netdev=$(rdma link show "$1/1" | sed -n 's/.* netdev \([^ ]*\).*/\1/p')
-	ip -4 -o addr show dev "$netdev" | awk '{print $4}' | cut -d/ -f1
-}
+# shellcheck source=../scripts/lib/guest-devices.bash
+source "$(dirname "$0")/../scripts/lib/guest-devices.bash"
 
 # perftest TOOL DEV ADDR ARGS...: prints the client's result line.  All
 # devices connect through rdma_cm (-R); RoCE (rxe) also needs the GID of

@@ -28,11 +28,8 @@ done
 
 # A short real workload on each device: server and client on one host,
 # which perftest and rping run over the device that owns the address.
-addr_of() {
-	local netdev
-	netdev=$(rdma link show "$1/1" | sed -n 's/.* netdev \([^ ]*\).*/\1/p')
-	ip -4 -o addr show dev "$netdev" | awk '{print $4}' | cut -d/ -f1
-}
+# shellcheck source=guest-devices.bash
+source "$(dirname "$0")/guest-devices.bash"
 
 section "rping over xiw0 (3 validated pings)"
 addr=$(addr_of xiw0)
