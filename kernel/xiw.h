@@ -116,23 +116,35 @@ struct xiw_wqe {
 	bool done;
 };
 
-/* An outbound RDMA Read waiting for its response (requester, ORD). */
+/*
+ * An outbound RDMA Read or Atomic Request waiting for its response
+ * (requester, ORD): both go on QN 1 and share ORD (RFC 7306 §5.2).
+ */
 struct xiw_orq_entry {
 	struct xiw_wqe *wqe;		/* NULL for the RTR of RFC 6581 */
+	u8 opcode;			/* XIW_OP_READ_REQ, XIW_OP_ATOMIC_REQ */
+	u32 req_id;			/* Atomic Request Identifier */
 	u64 sink_to;
 	u32 sink_stag;
 	u32 len;
 	u32 placed;
 };
 
-/* An inbound RDMA Read Request being answered (responder, IRD). */
+/*
+ * An inbound RDMA Read or Atomic Request being answered (responder, IRD).
+ * Atomics are executed when they are delivered; the entry holds the result
+ * until the response goes out in request order (RFC 7306 §5.2.2 rule 8).
+ */
 struct xiw_irq_entry {
+	u8 opcode;			/* XIW_OP_READ_REQ, XIW_OP_ATOMIC_REQ */
 	struct xiw_mr *mr;		/* NULL for a zero-length read */
 	u64 src_to;
 	u64 sink_to;
 	u32 sink_stag;
 	u32 len;
 	u32 sent;
+	u32 req_id;			/* atomics: Request Identifier */
+	u64 orig;			/* atomics: Original Remote Data Value */
 };
 
 /* A Terminate to send (RFC 5040 §4.8) and the header it quotes. */
@@ -154,6 +166,7 @@ struct xiw_qp_tx {
 	u32 retire;			/* next WQE to complete, = ctrl.consumer */
 	struct xiw_wqe *cur;		/* message being framed */
 	u32 cur_sent;			/* its payload bytes framed so far */
+	bool cur_payload_done;		/* all its payload segments framed */
 	bool cur_done_on_flush;		/* complete cur once buf is out */
 	struct xiw_irq_entry *irq;	/* inbound reads, qp->ird entries */
 	u32 irq_head, irq_tail;
@@ -184,6 +197,14 @@ struct xiw_qp_rx {
 	bool rqe_valid;
 	u32 msn[XIW_QN_COUNT];		/* next MSN expected per queue */
 	u32 msg_len;			/* bytes placed into the RQE so far */
+	u8 imm[XIW_IMM_DATA_LEN];	/* of a Send with Immediate Data */
+	/*
+	 * Length of the RDMA Write being received, and of the last one if
+	 * it was the previous message: an Immediate Data completion reports
+	 * it (RFC 7306 §6: Write followed by Immediate Data).
+	 */
+	u32 write_len;
+	u32 last_write_len;
 	/* Tagged: the registration of the last STag placed into. */
 	struct xiw_mr *tagged_mr;
 	struct xiw_orq_entry *orq;	/* outbound reads, qp->ord entries */
@@ -326,6 +347,7 @@ int xiw_qp_tx_init(struct xiw_qp *qp);
 void xiw_qp_tx_destroy(struct xiw_qp *qp);
 void xiw_qp_tx_kick(struct xiw_qp *qp);
 void xiw_qp_tx_doorbell(struct xiw_qp *qp);
+void xiw_qp_tx_send_rtr(struct xiw_qp *qp);
 void xiw_qp_write_space(struct sock *sk);
 void xiw_qp_send_terminate(struct xiw_qp *qp, u8 layer, u8 etype, u8 ecode,
 			   const void *ddp_hdr, u8 ddp_hdr_len, u16 seg_len);
@@ -351,6 +373,9 @@ struct xiw_mr *xiw_mr_get(struct xiw_device *xdev, struct ib_pd *pd, u32 stag,
 			  enum xiw_access_error *why);
 void xiw_mr_put(struct xiw_mr *mr);
 void xiw_mr_copy_from(struct xiw_mr *mr, u64 addr, void *dst, size_t len);
+void xiw_mr_copy_to(struct xiw_mr *mr, u64 addr, const void *src, size_t len);
+u64 xiw_mr_atomic(struct xiw_mr *mr, u64 addr, unsigned int aopcode,
+		  const struct xiw_rdmap_atomic_req *req);
 int xiw_mr_copy_from_skb(struct xiw_mr *mr, u64 addr,
 			 const struct sk_buff *skb, int offset, size_t len,
 			 u32 *crc);

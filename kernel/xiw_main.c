@@ -277,8 +277,12 @@ static int __init xiw_init_module(void)
 {
 	int err;
 
-	/* Senders wait on sockets and locks: an unbound, ordered-free pool. */
-	xiw_wq = alloc_workqueue("xiw", WQ_UNBOUND | WQ_HIGHPRI | WQ_MEM_RECLAIM,
+	/*
+	 * Senders wait on sockets and locks, so not a tasklet.  Per-CPU
+	 * high-priority workers: a response is framed on the CPU that took
+	 * its request off the socket, without a cross-CPU wakeup.
+	 */
+	xiw_wq = alloc_workqueue("xiw", WQ_HIGHPRI | WQ_MEM_RECLAIM,
 				 0);
 	if (!xiw_wq)
 		return -ENOMEM;

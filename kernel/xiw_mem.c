@@ -8,10 +8,13 @@
  * registration; it holds a reference on the MR while it does, and
  * deregistration waits for those references to go.
  */
+#include <linux/atomic.h>
 #include <linux/crc32c.h>
 #include <linux/highmem.h>
 #include <linux/random.h>
 #include <linux/skbuff.h>
+
+#include <xiw/atomic_ops.h>
 
 #include "xiw.h"
 
@@ -134,6 +137,72 @@ static int xiw_piece_copy_from(void *kaddr, size_t n, void *arg)
 void xiw_mr_copy_from(struct xiw_mr *mr, u64 addr, void *dst, size_t len)
 {
 	xiw_mr_walk(mr, addr, len, xiw_piece_copy_from, &dst);
+}
+
+static int xiw_piece_copy_to(void *kaddr, size_t n, void *arg)
+{
+	const u8 **src = arg;
+
+	memcpy(kaddr, *src, n);
+	*src += n;
+	return 0;
+}
+
+void xiw_mr_copy_to(struct xiw_mr *mr, u64 addr, const void *src, size_t len)
+{
+	xiw_mr_walk(mr, addr, len, xiw_piece_copy_to, &src);
+}
+
+struct xiw_atomic_exec {
+	unsigned int aopcode;
+	const struct xiw_rdmap_atomic_req *req;
+	u64 orig;
+};
+
+/*
+ * The read-modify-write of one Atomic Request, done with the CPU's own
+ * 64-bit compare-and-exchange on the mapped page.  That makes it atomic
+ * against every other Atomic of the device (RFC 7306 §5.3), and beyond
+ * what §5.4 rule 2 requires, against atomics of host CPUs and of other
+ * devices on the same memory.  A value that does not change (CmpSwap
+ * that does not match) is not written at all (§5.1.2).
+ */
+static int xiw_piece_atomic(void *kaddr, size_t n, void *arg)
+{
+	struct xiw_atomic_exec *x = arg;
+	const struct xiw_rdmap_atomic_req *r = x->req;
+	u64 *target = kaddr;
+	u64 old = READ_ONCE(*target);
+	u64 new;
+
+	for (;;) {
+		/* The AOpCode was checked when the request arrived. */
+		xiw_atomic_apply(x->aopcode, old, xiw_get_be64(&r->add_swap),
+				 xiw_get_be64(&r->add_swap_mask),
+				 xiw_get_be64(&r->compare),
+				 xiw_get_be64(&r->compare_mask), 0, &new);
+		if (new == old)
+			break;
+		new = cmpxchg64(target, old, new);
+		if (new == old)
+			break;
+		old = new;
+	}
+	x->orig = old;
+	return 0;
+}
+
+/*
+ * Executes the Atomic Request @req on the 8-byte aligned word at @addr of
+ * @mr, checked by xiw_mr_get(), and returns the original value.
+ */
+u64 xiw_mr_atomic(struct xiw_mr *mr, u64 addr, unsigned int aopcode,
+		  const struct xiw_rdmap_atomic_req *req)
+{
+	struct xiw_atomic_exec x = { .aopcode = aopcode, .req = req };
+
+	xiw_mr_walk(mr, addr, sizeof(u64), xiw_piece_atomic, &x);
+	return x.orig;
 }
 
 struct xiw_skb_source {

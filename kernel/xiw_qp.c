@@ -180,10 +180,12 @@ static int xiw_qp_enter_state(struct xiw_qp *qp, enum ib_qp_state cur,
 		qp->tx.rtr_pending = qp->conn.p2p && qp->conn.initiator;
 	spin_unlock_bh(&qp->lock);
 
-	if (next == IB_QPS_RTS)
+	if (next == IB_QPS_RTS) {
 		xiw_qp_tx_kick(qp);
-	else if (next == IB_QPS_SQD && cep)
+	} else if (next == IB_QPS_SQD && cep) {
+		xiw_qp_tx_send_rtr(qp);
 		xiw_cm_qp_close(cep, false);
+	}
 	return 0;
 }
 
@@ -321,6 +323,10 @@ int xiw_qp_llp_bind(struct xiw_qp *qp, struct xiw_cep *cep,
 	qp->ird = min_t(u16, params->ird, XIW_MAX_IRD);
 	qp->rx.rtr_expected = params->p2p && !params->initiator;
 	spin_unlock_bh(&qp->lock);
+	/* Before RTS: the provider checks it when extended work is posted. */
+	if (qp->sq.num)
+		WRITE_ONCE(((struct xiw_ring_ctrl *)qp->sq.mem)->conn_flags,
+			   params->extensions ? XIW_CONN_EXTENSIONS : 0);
 
 	write_lock_bh(&sock->sk->sk_callback_lock);
 	qp->saved_data_ready = sock->sk->sk_data_ready;

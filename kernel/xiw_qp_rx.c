@@ -35,21 +35,45 @@ static void xiw_rqe_release(struct xiw_qp_rx *rx)
 	rx->rqe_valid = false;
 }
 
+/* Completes the current RQE with @cqe, whose other fields are set. */
+static void xiw_rq_post(struct xiw_qp *qp, struct xiw_cqe *cqe, bool solicited)
+{
+	struct xiw_qp_rx *rx = &qp->rx;
+
+	cqe->wr_id = rx->rqe.wr_id;
+	cqe->qp_num = qp->ibqp.qp_num;
+	xiw_rqe_release(rx);
+	xiw_cq_post(to_xiw_cq(qp->ibqp.recv_cq), cqe,
+		    solicited || cqe->status != XIW_WC_SUCCESS);
+}
+
 static void xiw_rq_complete(struct xiw_qp *qp, u32 byte_len, u8 status,
 			    bool solicited)
 {
-	struct xiw_qp_rx *rx = &qp->rx;
 	struct xiw_cqe cqe = {
-		.wr_id = rx->rqe.wr_id,
 		.byte_len = byte_len,
-		.qp_num = qp->ibqp.qp_num,
 		.opcode = XIW_WC_RECV,
 		.status = status,
 	};
 
-	xiw_rqe_release(rx);
-	xiw_cq_post(to_xiw_cq(qp->ibqp.recv_cq), &cqe,
-		    solicited || status != XIW_WC_SUCCESS);
+	xiw_rq_post(qp, &cqe, solicited);
+}
+
+/* Completes the current RQE with the 8 octets of Immediate Data @imm. */
+static void xiw_rq_complete_imm(struct xiw_qp *qp, u8 opcode, u32 byte_len,
+				const u8 *imm, bool solicited)
+{
+	u64 value = xiw_get_be64((const struct xiw_be64 *)imm);
+	struct xiw_cqe cqe = {
+		.byte_len = byte_len,
+		.opcode = opcode,
+		.status = XIW_WC_SUCCESS,
+		.flags = XIW_CQE_WITH_IMM,
+		.imm_or_inv = lower_32_bits(value),
+		.imm_high = upper_32_bits(value),
+	};
+
+	xiw_rq_post(qp, &cqe, solicited);
 }
 
 /* Copies the next RQE off the ring; false if the consumer posted none. */
@@ -104,10 +128,16 @@ static void xiw_rx_fail(struct xiw_qp *qp, u8 layer, u8 etype, u8 ecode)
 	__must_hold(&qp->lock)
 {
 	struct xiw_qp_rx *rx = &qp->rx;
-	u8 ddp_len = rx->hdr_got > XIW_DDP_HDR_OFFSET ?
-		     min_t(u32, rx->hdr_got, sizeof(struct xiw_ddp_untagged_hdr)) -
-		     XIW_DDP_HDR_OFFSET : 0;
+	u8 ddp_len = rx->hdr_got >= sizeof(struct xiw_ctrl) &&
+		     xiw_ddp_tagged(rx->hdr.ctrl.ddp_ctrl) ?
+		     XIW_DDP_TAGGED_HLEN : XIW_DDP_UNTAGGED_HLEN;
 
+	/*
+	 * RFC 5040 §4.8: the DDP header is quoted whole or not at all; an
+	 * error seen in the first word of a segment is reported without it.
+	 */
+	if (rx->hdr_got < XIW_DDP_HDR_OFFSET + ddp_len)
+		ddp_len = 0;
 	rx->failed = true;
 	spin_unlock_bh(&qp->lock);
 	ibdev_dbg(qp->ibqp.device,
@@ -115,9 +145,7 @@ static void xiw_rx_fail(struct xiw_qp *qp, u8 layer, u8 etype, u8 ecode)
 		  qp->ibqp.qp_num, layer, etype, ecode,
 		  rx->op ? rx->op->opcode : -1);
 	xiw_qp_send_terminate(qp, layer, etype, ecode,
-			      (u8 *)&rx->hdr + XIW_DDP_HDR_OFFSET,
-			      rx->op && rx->op->flags & XIW_OPF_TAGGED ?
-			      min_t(u8, ddp_len, XIW_DDP_TAGGED_HLEN) : ddp_len,
+			      (u8 *)&rx->hdr + XIW_DDP_HDR_OFFSET, ddp_len,
 			      be16_to_cpu(rx->hdr.ctrl.mpa_len));
 	xiw_qp_fatal(qp, XIW_WC_FATAL_ERR);
 	spin_lock_bh(&qp->lock);
@@ -194,13 +222,13 @@ static bool xiw_rx_begin_read_response(struct xiw_qp *qp)
 	u64 to = xiw_get_be64(&rx->hdr.tagged.to);
 	struct xiw_orq_entry *e;
 
-	if (rx->orq_head == rx->orq_tail) {
+	e = &rx->orq[rx->orq_head % XIW_MAX_ORD];
+	if (rx->orq_head == rx->orq_tail || e->opcode != XIW_OP_READ_REQ) {
 		xiw_rx_fail(qp, XIW_TERM_LAYER_RDMAP,
 			    XIW_RDMAP_ETYPE_REMOTE_OPERATION,
 			    XIW_RDMAP_ECODE_UNEXPECTED_OPCODE);
 		return false;
 	}
-	e = &rx->orq[rx->orq_head % XIW_MAX_ORD];
 	if (rx->payload_len && (stag != e->sink_stag ||
 				to != e->sink_to + e->placed)) {
 		xiw_rx_fail_access(qp, XIW_ACCESS_INVALID_STAG);
@@ -213,11 +241,42 @@ static bool xiw_rx_begin_read_response(struct xiw_qp *qp)
 	return true;
 }
 
+/*
+ * A request named a buffer of the peer that cannot be used: the source
+ * STag of a Read and the target of an Atomic are RDMAP's to check (RFC
+ * 5040 §7, RFC 7306 §8.2).
+ */
+static void xiw_rx_fail_remote_protection(struct xiw_qp *qp,
+					  enum xiw_access_error why)
+{
+	static const u8 ecode[] = {
+		[XIW_ACCESS_INVALID_STAG] = XIW_RDMAP_ECODE_INVALID_STAG,
+		[XIW_ACCESS_WRONG_PD] = XIW_RDMAP_ECODE_STAG_NOT_ASSOC,
+		[XIW_ACCESS_BOUNDS] = XIW_RDMAP_ECODE_BASE_BOUNDS,
+		[XIW_ACCESS_RIGHTS] = XIW_RDMAP_ECODE_ACCESS_RIGHTS,
+	};
+
+	xiw_rx_fail(qp, XIW_TERM_LAYER_RDMAP, XIW_RDMAP_ETYPE_REMOTE_PROTECTION,
+		    ecode[why]);
+}
+
+/* A QN 1 request needs an IRD entry (RFC 5040 §6.5, RFC 7306 §5.2). */
+static struct xiw_irq_entry *xiw_rx_irq_entry(struct xiw_qp *qp)
+{
+	struct xiw_qp_tx *tx = &qp->tx;
+
+	if (tx->irq_tail - tx->irq_head >= max_t(u8, qp->ird, 1)) {
+		xiw_rx_fail(qp, XIW_TERM_LAYER_DDP, XIW_DDP_ETYPE_UNTAGGED,
+			    XIW_DDP_ECODE_UT_INVALID_MSN_NOBUF);
+		return NULL;
+	}
+	return &tx->irq[tx->irq_tail % XIW_MAX_IRD];
+}
+
 /* RDMA Read Request (RFC 5040 §5.2): queued for the transmit path. */
-static bool xiw_rx_read_request(struct xiw_qp *qp)
+static void xiw_rx_read_request(struct xiw_qp *qp)
 {
 	struct xiw_qp_rx *rx = &qp->rx;
-	struct xiw_qp_tx *tx = &qp->tx;
 	const struct xiw_rdmap_read_req *r = &rx->hdr.rreq.rreq;
 	u32 len = be32_to_cpu(r->read_size);
 	u64 src_to = xiw_get_be64(&r->src_to);
@@ -225,44 +284,81 @@ static bool xiw_rx_read_request(struct xiw_qp *qp)
 	struct xiw_irq_entry *e;
 	struct xiw_mr *mr = NULL;
 
-	/* RFC 5040 §6.5: at most IRD Read Requests are outstanding. */
-	if (tx->irq_tail - tx->irq_head >= max_t(u8, qp->ird, 1)) {
-		xiw_rx_fail(qp, XIW_TERM_LAYER_DDP, XIW_DDP_ETYPE_UNTAGGED,
-			    XIW_DDP_ECODE_UT_INVALID_MSN_NOBUF);
-		return false;
-	}
+	e = xiw_rx_irq_entry(qp);
+	if (!e)
+		return;
 	if (len) {
 		/* Rights checked on the STag only, as for RDMA Write. */
 		mr = xiw_mr_get(to_xiw_dev(qp->ibqp.device), qp->ibqp.pd,
 				be32_to_cpu(r->src_stag), src_to, len,
 				IB_ACCESS_REMOTE_READ, &why);
 		if (!mr) {
-			/* RFC 5040 §7: the source STag is RDMAP's to check. */
-			xiw_rx_fail(qp, XIW_TERM_LAYER_RDMAP,
-				    XIW_RDMAP_ETYPE_REMOTE_PROTECTION,
-				    why == XIW_ACCESS_RIGHTS ?
-				    XIW_RDMAP_ECODE_ACCESS_RIGHTS :
-				    why == XIW_ACCESS_BOUNDS ?
-				    XIW_RDMAP_ECODE_BASE_BOUNDS :
-				    why == XIW_ACCESS_WRONG_PD ?
-				    XIW_RDMAP_ECODE_STAG_NOT_ASSOC :
-				    XIW_RDMAP_ECODE_INVALID_STAG);
-			return false;
+			xiw_rx_fail_remote_protection(qp, why);
+			return;
 		}
 	}
-	e = &tx->irq[tx->irq_tail % XIW_MAX_IRD];
 	*e = (struct xiw_irq_entry){
+		.opcode = XIW_OP_READ_REQ,
 		.mr = mr,
 		.src_to = src_to,
 		.sink_stag = be32_to_cpu(r->sink_stag),
 		.sink_to = xiw_get_be64(&r->sink_to),
 		.len = len,
 	};
-	tx->irq_tail++;
+	qp->tx.irq_tail++;
 	if (!len)
 		xiw_rx_rtr_seen(qp, XIW_OP_READ_REQ);
 	xiw_qp_tx_kick(qp);
-	return true;
+}
+
+/*
+ * Atomic Request (RFC 7306 §5.2.1), delivered: executed now, in the order
+ * requests arrive (rule 7), its response queued behind the earlier ones.
+ * Every check comes before memory is touched, so a refused request
+ * changes nothing.
+ */
+static void xiw_rx_atomic_request(struct xiw_qp *qp)
+{
+	const struct xiw_rdmap_atomic_req *r = &qp->rx.hdr.atomic_req.atomic;
+	unsigned int aopcode = be32_to_cpu(r->aopcode) & XIW_AOP_MASK;
+	u64 to = xiw_get_be64(&r->to);
+	enum xiw_access_error why;
+	struct xiw_irq_entry *e;
+	struct xiw_mr *mr;
+	u64 orig;
+
+	e = xiw_rx_irq_entry(qp);
+	if (!e)
+		return;
+	/* Rule 4: an AOpCode we do not implement is an error. */
+	if (aopcode != XIW_AOP_FETCH_ADD && aopcode != XIW_AOP_CMP_SWAP) {
+		xiw_rx_fail(qp, XIW_TERM_LAYER_RDMAP,
+			    XIW_RDMAP_ETYPE_REMOTE_OPERATION,
+			    XIW_RDMAP_ECODE_UNEXPECTED_OPCODE);
+		return;
+	}
+	if (to & (sizeof(u64) - 1)) {
+		xiw_rx_fail(qp, XIW_TERM_LAYER_RDMAP,
+			    XIW_TERM_ATOMIC_MISALIGNED_ETYPE,
+			    XIW_TERM_ATOMIC_MISALIGNED_ECODE);
+		return;
+	}
+	mr = xiw_mr_get(to_xiw_dev(qp->ibqp.device), qp->ibqp.pd,
+			be32_to_cpu(r->stag), to, sizeof(u64),
+			IB_ACCESS_REMOTE_ATOMIC, &why);
+	if (!mr) {
+		xiw_rx_fail_remote_protection(qp, why);
+		return;
+	}
+	orig = xiw_mr_atomic(mr, to, aopcode, r);
+	xiw_mr_put(mr);
+	*e = (struct xiw_irq_entry){
+		.opcode = XIW_OP_ATOMIC_REQ,
+		.req_id = be32_to_cpu(r->req_id),
+		.orig = orig,
+	};
+	qp->tx.irq_tail++;
+	xiw_qp_tx_kick(qp);
 }
 
 /* Takes the RQE a new Send message goes into and checks its SGEs. */
@@ -309,11 +405,16 @@ static bool xiw_rx_begin_receive(struct xiw_qp *qp)
 	return true;
 }
 
-/* Send (RFC 5040 §5.3): the next message of QN 0 into the next RQE. */
+/*
+ * Send (RFC 5040 §5.3), Send with Immediate Data (draft-wood §5.3) and
+ * Immediate Data (RFC 7306 §6.3): the next message of QN 0 goes into the
+ * next RQE.
+ */
 static bool xiw_rx_begin_send(struct xiw_qp *qp)
 {
 	struct xiw_qp_rx *rx = &qp->rx;
 	const struct xiw_ddp_untagged_hdr *h = &rx->hdr.untagged;
+	bool last = xiw_ddp_last(h->ctrl.ddp_ctrl);
 	u32 mo = be32_to_cpu(h->mo);
 
 	if (be32_to_cpu(h->msn) != rx->msn[XIW_QN_SEND]) {
@@ -323,13 +424,42 @@ static bool xiw_rx_begin_send(struct xiw_qp *qp)
 	}
 	/* An RTR Send is consumed by the connection, not by the ULP. */
 	if (rx->rtr_expected && !mo && !rx->payload_len &&
-	    qp->conn.rtr_opcode == XIW_OP_SEND)
+	    rx->op->opcode == XIW_OP_SEND && qp->conn.rtr_opcode == XIW_OP_SEND)
 		return true;
+	/*
+	 * The segment with L set carries exactly the 8 octets of Immediate
+	 * Data (RFC 7306 §6.3, draft-wood §5.3); an Immediate Data message
+	 * has no other segment.
+	 */
+	if ((rx->op->flags & XIW_OPF_IMM_LAST && last &&
+	     rx->payload_len != XIW_IMM_DATA_LEN) ||
+	    (rx->op->hdr_len == XIW_IMM_DATA_LEN && (!last || mo))) {
+		xiw_rx_fail(qp, XIW_TERM_LAYER_RDMAP,
+			    XIW_RDMAP_ETYPE_REMOTE_OPERATION,
+			    XIW_RDMAP_ECODE_CATASTROPHIC_STREAM);
+		return false;
+	}
 	if (!mo && !rx->rqe_valid && !xiw_rx_begin_receive(qp))
 		return false;
 	if (mo != rx->msg_len) {
 		xiw_rx_fail(qp, XIW_TERM_LAYER_DDP, XIW_DDP_ETYPE_UNTAGGED,
 			    XIW_DDP_ECODE_UT_INVALID_MO);
+		return false;
+	}
+	return true;
+}
+
+/* An Atomic Response must answer the oldest outstanding request. */
+static bool xiw_rx_begin_atomic_response(struct xiw_qp *qp)
+{
+	struct xiw_qp_rx *rx = &qp->rx;
+	const struct xiw_orq_entry *e = &rx->orq[rx->orq_head % XIW_MAX_ORD];
+
+	if (rx->orq_head == rx->orq_tail || e->opcode != XIW_OP_ATOMIC_REQ ||
+	    be32_to_cpu(rx->hdr.atomic_resp.atomic.req_id) != e->req_id) {
+		xiw_rx_fail(qp, XIW_TERM_LAYER_RDMAP,
+			    XIW_RDMAP_ETYPE_REMOTE_OPERATION,
+			    XIW_RDMAP_ECODE_UNEXPECTED_OPCODE);
 		return false;
 	}
 	return true;
@@ -351,32 +481,33 @@ static bool xiw_rx_begin_fpdu(struct xiw_qp *qp)
 			    XIW_DDP_ECODE_UT_INVALID_QN);
 		return false;
 	}
-	switch (rx->op->opcode) {
-	case XIW_OP_SEND:
-	case XIW_OP_SEND_SE:
-	case XIW_OP_SEND_INV:
-	case XIW_OP_SEND_SE_INV:
+	if (rx->op->qn == XIW_QN_SEND)
 		return xiw_rx_begin_send(qp);
-	case XIW_OP_READ_REQ:
+
+	/* Requests, responses and Terminates are single segments. */
+	if (be32_to_cpu(h->msn) != rx->msn[rx->op->qn] ||
+	    be32_to_cpu(h->mo) != 0 || !xiw_ddp_last(h->ctrl.ddp_ctrl)) {
+		xiw_rx_fail(qp, XIW_TERM_LAYER_DDP, XIW_DDP_ETYPE_UNTAGGED,
+			    XIW_DDP_ECODE_UT_INVALID_MSN_RANGE);
+		return false;
+	}
+	switch (rx->op->opcode) {
 	case XIW_OP_TERMINATE:
-		if (be32_to_cpu(h->msn) != rx->msn[rx->op->qn] ||
-		    be32_to_cpu(h->mo) != 0 || !xiw_ddp_last(h->ctrl.ddp_ctrl)) {
-			xiw_rx_fail(qp, XIW_TERM_LAYER_DDP,
-				    XIW_DDP_ETYPE_UNTAGGED,
-				    XIW_DDP_ECODE_UT_INVALID_MSN_RANGE);
-			return false;
-		}
-		if (rx->op->opcode == XIW_OP_TERMINATE &&
-		    rx->payload_len > XIW_TERM_TAIL_MAX) {
+		if (rx->payload_len > XIW_TERM_TAIL_MAX) {
 			xiw_rx_fail(qp, XIW_TERM_LAYER_DDP,
 				    XIW_DDP_ETYPE_UNTAGGED,
 				    XIW_DDP_ECODE_UT_MSG_TOO_LONG);
 			return false;
 		}
-		return rx->op->opcode == XIW_OP_TERMINATE ||
-		       xiw_rx_read_request(qp);
+		return true;
+	case XIW_OP_READ_REQ:
+	case XIW_OP_ATOMIC_REQ:
+		/* Executed once delivered: xiw_rx_end_fpdu(). */
+		return true;
+	case XIW_OP_ATOMIC_RESP:
+		return xiw_rx_begin_atomic_response(qp);
 	default:
-		/* Extensions are not negotiated on this stream. */
+		/* Flush, Verify, Atomic Write, Read V2: not implemented. */
 		xiw_rx_fail(qp, XIW_TERM_LAYER_RDMAP,
 			    XIW_RDMAP_ETYPE_REMOTE_OPERATION,
 			    XIW_RDMAP_ECODE_UNEXPECTED_OPCODE);
@@ -394,6 +525,7 @@ static bool xiw_rx_parse_ctrl(struct xiw_qp *qp)
 	const struct xiw_ctrl *c = &rx->hdr.ctrl;
 	bool tagged = xiw_ddp_tagged(c->ddp_ctrl);
 	u32 ulpdu = be16_to_cpu(c->mpa_len);
+	unsigned int rv;
 
 	if (xiw_ddp_version(c->ddp_ctrl) != XIW_DDP_VERSION) {
 		xiw_rx_fail(qp, XIW_TERM_LAYER_DDP,
@@ -402,15 +534,17 @@ static bool xiw_rx_parse_ctrl(struct xiw_qp *qp)
 				     XIW_DDP_ECODE_UT_INVALID_VERSION);
 		return false;
 	}
-	if (xiw_rdmap_rv(c->rdmap_ctrl) != XIW_RDMAP_RV1) {
+	rv = xiw_rdmap_rv(c->rdmap_ctrl);
+	/* RV 2 is draft-wood's, part of the negotiated extensions. */
+	if (rv != XIW_RDMAP_RV1 && !(rv == XIW_RDMAP_RV2 && qp->conn.extensions)) {
 		xiw_rx_fail(qp, XIW_TERM_LAYER_RDMAP,
 			    XIW_RDMAP_ETYPE_REMOTE_OPERATION,
 			    XIW_RDMAP_ECODE_INVALID_VERSION);
 		return false;
 	}
-	rx->op = xiw_opcode_lookup(XIW_RDMAP_RV1,
-				   xiw_rdmap_opcode(c->rdmap_ctrl));
-	if (!rx->op || !!(rx->op->flags & XIW_OPF_TAGGED) != tagged) {
+	rx->op = xiw_opcode_lookup(rv, xiw_rdmap_opcode(c->rdmap_ctrl));
+	if (!rx->op || !!(rx->op->flags & XIW_OPF_TAGGED) != tagged ||
+	    (rx->op->spec != XIW_SPEC_RFC5040 && !qp->conn.extensions)) {
 		rx->op = NULL;
 		xiw_rx_fail(qp, XIW_TERM_LAYER_RDMAP,
 			    XIW_RDMAP_ETYPE_REMOTE_OPERATION,
@@ -421,11 +555,25 @@ static bool xiw_rx_parse_ctrl(struct xiw_qp *qp)
 			       sizeof(struct xiw_ddp_untagged_hdr) +
 			       rx->op->hdr_len;
 	if (ulpdu + XIW_MPA_HDR_LEN < rx->hdr_len) {
-		xiw_rx_fail(qp, XIW_TERM_LAYER_LLP, XIW_LLP_ETYPE_MPA,
-			    XIW_LLP_ECODE_MARKER);
+		/* Shorter than its own DDP header: the framing is off. */
+		if (ulpdu + XIW_MPA_HDR_LEN < sizeof(struct xiw_ddp_tagged_hdr))
+			xiw_rx_fail(qp, XIW_TERM_LAYER_LLP, XIW_LLP_ETYPE_MPA,
+				    XIW_LLP_ECODE_MARKER);
+		else
+			xiw_rx_fail(qp, XIW_TERM_LAYER_RDMAP,
+				    XIW_RDMAP_ETYPE_REMOTE_OPERATION,
+				    XIW_RDMAP_ECODE_CATASTROPHIC_STREAM);
 		return false;
 	}
 	rx->payload_len = ulpdu + XIW_MPA_HDR_LEN - rx->hdr_len;
+	/* Only messages with a payload may carry bytes past the header. */
+	if (rx->payload_len &&
+	    !(rx->op->flags & (XIW_OPF_PAYLOAD | XIW_OPF_VARLEN))) {
+		xiw_rx_fail(qp, XIW_TERM_LAYER_RDMAP,
+			    XIW_RDMAP_ETYPE_REMOTE_OPERATION,
+			    XIW_RDMAP_ECODE_CATASTROPHIC_STREAM);
+		return false;
+	}
 	return true;
 }
 
@@ -459,6 +607,45 @@ static void xiw_rx_terminate(struct xiw_qp *qp)
 	spin_lock_bh(&qp->lock);
 }
 
+/* The Atomic Response for the oldest request: its original value. */
+static void xiw_rx_atomic_response(struct xiw_qp *qp)
+	__must_hold(&qp->lock)
+{
+	struct xiw_qp_rx *rx = &qp->rx;
+	struct xiw_orq_entry *e = &rx->orq[rx->orq_head++ % XIW_MAX_ORD];
+	u64 orig = xiw_get_be64(&rx->hdr.atomic_resp.atomic.orig);
+
+	/* RFC 7306 §5.1: returned in the requester's own byte order. */
+	xiw_mr_copy_to(e->wqe->mr[0], e->sink_to, &orig, sizeof(orig));
+	spin_unlock_bh(&qp->lock);
+	xiw_qp_sq_complete_read(qp, e->wqe, XIW_WC_SUCCESS);
+	spin_lock_bh(&qp->lock);
+}
+
+/* The last segment of a QN 0 message arrived: complete its RQE. */
+static void xiw_rx_end_send(struct xiw_qp *qp)
+	__must_hold(&qp->lock)
+{
+	struct xiw_qp_rx *rx = &qp->rx;
+	bool se = rx->op->flags & XIW_OPF_SE;
+	u32 write_len = rx->last_write_len;
+
+	rx->msn[XIW_QN_SEND]++;
+	rx->last_write_len = 0;
+	if (!rx->rqe_valid) {
+		xiw_rx_rtr_seen(qp, XIW_OP_SEND);
+		return;
+	}
+	if (rx->op->flags & XIW_OPF_IMM_LAST)
+		xiw_rq_complete_imm(qp, XIW_WC_RECV, rx->msg_len, rx->imm, se);
+	else if (rx->op->hdr_len == XIW_IMM_DATA_LEN)
+		/* RFC 7306 §6: completes the RDMA Write right before it. */
+		xiw_rq_complete_imm(qp, XIW_WC_RECV_RDMA_WITH_IMM, write_len,
+				    rx->hdr.imm.imm.data, se);
+	else
+		xiw_rq_complete(qp, rx->msg_len, XIW_WC_SUCCESS, se);
+}
+
 /* The FPDU is complete and its CRC good: finish the message it ends. */
 static void xiw_rx_end_fpdu(struct xiw_qp *qp)
 	__must_hold(&qp->lock)
@@ -466,13 +653,24 @@ static void xiw_rx_end_fpdu(struct xiw_qp *qp)
 	struct xiw_qp_rx *rx = &qp->rx;
 	bool last = xiw_ddp_last(rx->hdr.ctrl.ddp_ctrl);
 	struct xiw_orq_entry *e;
-	u8 opcode = rx->op->opcode;
 
 	if (rx->tagged_mr) {
 		xiw_mr_put(rx->tagged_mr);
 		rx->tagged_mr = NULL;
 	}
-	switch (opcode) {
+	if (rx->op->qn == XIW_QN_SEND) {
+		if (last)
+			xiw_rx_end_send(qp);
+		return;
+	}
+	switch (rx->op->opcode) {
+	case XIW_OP_WRITE:
+		rx->write_len += rx->payload_len;
+		if (last) {
+			rx->last_write_len = rx->write_len;
+			rx->write_len = 0;
+		}
+		break;
 	case XIW_OP_READ_RESP:
 		e = &rx->orq[rx->orq_head % XIW_MAX_ORD];
 		e->placed += rx->payload_len;
@@ -488,22 +686,17 @@ static void xiw_rx_end_fpdu(struct xiw_qp *qp)
 			spin_lock_bh(&qp->lock);
 		}
 		break;
-	case XIW_OP_SEND:
-	case XIW_OP_SEND_SE:
-	case XIW_OP_SEND_INV:
-	case XIW_OP_SEND_SE_INV:
-		if (!last)
-			break;
-		rx->msn[XIW_QN_SEND]++;
-		if (!rx->rqe_valid) {
-			xiw_rx_rtr_seen(qp, XIW_OP_SEND);
-			break;
-		}
-		xiw_rq_complete(qp, rx->msg_len, XIW_WC_SUCCESS,
-				rx->op->flags & XIW_OPF_SE);
-		break;
 	case XIW_OP_READ_REQ:
 		rx->msn[XIW_QN_READ_REQ]++;
+		xiw_rx_read_request(qp);
+		break;
+	case XIW_OP_ATOMIC_REQ:
+		rx->msn[XIW_QN_READ_REQ]++;
+		xiw_rx_atomic_request(qp);
+		break;
+	case XIW_OP_ATOMIC_RESP:
+		rx->msn[XIW_QN_RESPONSE]++;
+		xiw_rx_atomic_response(qp);
 		break;
 	case XIW_OP_TERMINATE:
 		rx->msn[XIW_QN_TERMINATE]++;
@@ -541,6 +734,14 @@ static bool xiw_rx_place(struct xiw_qp *qp, struct sk_buff *skb, int off,
 		return true;
 	default:
 		break;
+	}
+	/* The Immediate Data segment of a Send (checked to be 8 octets). */
+	if (rx->op->flags & XIW_OPF_IMM_LAST &&
+	    xiw_ddp_last(rx->hdr.ctrl.ddp_ctrl)) {
+		if (skb_copy_bits(skb, off, rx->imm + pos, n))
+			return false;
+		rx->crc = crc32c(rx->crc, rx->imm + pos, n);
+		return true;
 	}
 
 	/* A Send: spread over the SGEs of the RQE. */

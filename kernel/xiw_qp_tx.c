@@ -119,12 +119,44 @@ static u8 xiw_wc_opcode_of(u8 wr_opcode)
 {
 	switch (wr_opcode) {
 	case XIW_WR_RDMA_WRITE:
+	case XIW_WR_RDMA_WRITE_WITH_IMM:
 		return XIW_WC_RDMA_WRITE;
 	case XIW_WR_RDMA_READ:
 		return XIW_WC_RDMA_READ;
+	case XIW_WR_ATOMIC_FETCH_ADD:
+		return XIW_WC_FETCH_ADD;
+	case XIW_WR_ATOMIC_CMP_SWAP:
+		return XIW_WC_COMP_SWAP;
+	case XIW_WR_MASKED_FETCH_ADD:
+		return XIW_WC_MASKED_FETCH_ADD;
+	case XIW_WR_MASKED_CMP_SWAP:
+		return XIW_WC_MASKED_COMP_SWAP;
+	case XIW_WR_IMMEDIATE_DATA:
+		return XIW_WC_IMMEDIATE_DATA;
 	default:
 		return XIW_WC_SEND;
 	}
+}
+
+static bool xiw_wr_is_atomic(u8 wr_opcode)
+{
+	return wr_opcode == XIW_WR_ATOMIC_FETCH_ADD ||
+	       wr_opcode == XIW_WR_ATOMIC_CMP_SWAP ||
+	       wr_opcode == XIW_WR_MASKED_FETCH_ADD ||
+	       wr_opcode == XIW_WR_MASKED_CMP_SWAP;
+}
+
+/* Work that sends a request on QN 1 and completes on its response. */
+static bool xiw_wr_is_request(u8 wr_opcode)
+{
+	return wr_opcode == XIW_WR_RDMA_READ || xiw_wr_is_atomic(wr_opcode);
+}
+
+static bool xiw_wr_has_imm(u8 wr_opcode)
+{
+	return wr_opcode == XIW_WR_SEND_WITH_IMM ||
+	       wr_opcode == XIW_WR_RDMA_WRITE_WITH_IMM ||
+	       wr_opcode == XIW_WR_IMMEDIATE_DATA;
 }
 
 /*
@@ -206,6 +238,13 @@ static u8 xiw_wqe_prepare(struct xiw_qp *qp, struct xiw_wqe *wqe)
 	case XIW_WR_SEND:
 	case XIW_WR_SEND_WITH_INV:
 	case XIW_WR_RDMA_WRITE:
+	case XIW_WR_SEND_WITH_IMM:
+	case XIW_WR_RDMA_WRITE_WITH_IMM:
+		break;
+	case XIW_WR_IMMEDIATE_DATA:
+		/* RFC 7306 §6.3: the 8 bytes are all the message carries. */
+		if (sqe->num_sge || sqe->flags & XIW_SQE_INLINE)
+			return XIW_WC_LOC_LEN_ERR;
 		break;
 	case XIW_WR_RDMA_READ:
 		/* The Read Request names one sink STag (RFC 5040 §4.4). */
@@ -213,9 +252,26 @@ static u8 xiw_wqe_prepare(struct xiw_qp *qp, struct xiw_wqe *wqe)
 			return XIW_WC_LOC_QP_OP_ERR;
 		access = IB_ACCESS_LOCAL_WRITE;
 		break;
+	case XIW_WR_ATOMIC_FETCH_ADD:
+	case XIW_WR_ATOMIC_CMP_SWAP:
+	case XIW_WR_MASKED_FETCH_ADD:
+	case XIW_WR_MASKED_CMP_SWAP:
+		/* The original value comes back into one 8-byte buffer. */
+		if (sqe->num_sge != 1 || sqe->sge[0].length != sizeof(u64) ||
+		    sqe->flags & XIW_SQE_INLINE)
+			return XIW_WC_LOC_LEN_ERR;
+		access = IB_ACCESS_LOCAL_WRITE;
+		break;
 	default:
 		return XIW_WC_LOC_QP_OP_ERR;
 	}
+	/*
+	 * A peer that did not negotiate the extensions would terminate the
+	 * stream; the provider refuses these at post time already.
+	 */
+	if ((xiw_wr_is_atomic(sqe->opcode) || xiw_wr_has_imm(sqe->opcode)) &&
+	    !qp->conn.extensions)
+		return XIW_WC_LOC_QP_OP_ERR;
 
 	if (sqe->flags & XIW_SQE_INLINE) {
 		if (sqe->inline_length > XIW_MAX_INLINE)
@@ -276,46 +332,83 @@ static struct xiw_wqe *xiw_sq_fetch(struct xiw_qp *qp)
 	return wqe;
 }
 
-/* RDMAP opcode of a Send variant (RFC 5040 §4.2). */
+/* RDMAP opcode of a Send variant (RFC 5040 §4.2, draft-wood §4.1). */
 static u8 xiw_send_opcode(const struct xiw_sqe *sqe)
 {
 	bool se = sqe->flags & XIW_SQE_SOLICITED;
 
+	if (sqe->opcode == XIW_WR_SEND_WITH_IMM)
+		return se ? XIW_OP2_SEND_SE_IMM : XIW_OP2_SEND_IMM;
 	if (sqe->opcode == XIW_WR_SEND_WITH_INV)
 		return se ? XIW_OP_SEND_SE_INV : XIW_OP_SEND_INV;
 	return se ? XIW_OP_SEND_SE : XIW_OP_SEND;
 }
 
 /*
- * Frames as much of the current Send or Write as tx.buf takes.  Returns
- * true when the whole message is framed.
+ * Frames the 8 octets of Immediate Data that end @wqe: an Immediate Data
+ * message of its own after an RDMA Write or alone (RFC 7306 §6.3), or the
+ * last segment of a Send with Immediate Data, which carries nothing else
+ * (draft-wood §5.3).  False if tx.buf has no room.
+ */
+static bool xiw_tx_frame_imm(struct xiw_qp *qp, struct xiw_wqe *wqe, u32 msn)
+{
+	const struct xiw_sqe *sqe = &wqe->sqe;
+	bool se = sqe->flags & XIW_SQE_SOLICITED;
+	u32 ulpdu = sizeof(struct xiw_hdr_imm) - XIW_MPA_HDR_LEN;
+	struct xiw_hdr_imm *h;
+
+	h = xiw_tx_frame_begin(qp, sizeof(*h), 0);
+	if (!h)
+		return false;
+	if (sqe->opcode == XIW_WR_SEND_WITH_IMM) {
+		xiw_ctrl_set(&h->ddp.ctrl, ulpdu, 0, 1, XIW_RDMAP_RV2,
+			     xiw_send_opcode(sqe));
+		xiw_untagged_set(&h->ddp, 0, XIW_QN_SEND, msn, wqe->bytes);
+	} else {
+		xiw_ctrl_set(&h->ddp.ctrl, ulpdu, 0, 1, XIW_RDMAP_RV1,
+			     se ? XIW_OP_IMM_SE : XIW_OP_IMM);
+		xiw_untagged_set(&h->ddp, 0, XIW_QN_SEND, msn, 0);
+	}
+	/* 8 opaque octets; xiw sends the 64-bit value big-endian. */
+	xiw_put_be64((struct xiw_be64 *)h->imm.data, sqe->operand[0]);
+	xiw_tx_frame_end(qp, (u8 *)h, ulpdu);
+	return true;
+}
+
+/*
+ * Frames as much of the current Send or Write (with its Immediate Data)
+ * as tx.buf takes.  Returns true when the whole message is framed.
  */
 static bool xiw_tx_frame_message(struct xiw_qp *qp)
 {
 	struct xiw_qp_tx *tx = &qp->tx;
 	struct xiw_wqe *wqe = tx->cur;
 	const struct xiw_sqe *sqe = &wqe->sqe;
-	bool tagged = sqe->opcode == XIW_WR_RDMA_WRITE;
+	bool tagged = sqe->opcode == XIW_WR_RDMA_WRITE ||
+		      sqe->opcode == XIW_WR_RDMA_WRITE_WITH_IMM;
+	bool imm = xiw_wr_has_imm(sqe->opcode);
 	u32 hdr_size = tagged ? sizeof(struct xiw_ddp_tagged_hdr) :
 				sizeof(struct xiw_ddp_untagged_hdr);
 	u32 max = xiw_tx_max_payload(qp, hdr_size);
 	u32 msn = tx->msn[XIW_QN_SEND] + 1;
 
-	do {
+	while (!tx->cur_payload_done) {
 		u32 n = min(wqe->bytes - tx->cur_sent, max);
-		bool last = tx->cur_sent + n == wqe->bytes;
+		bool end = tx->cur_sent + n == wqe->bytes;
 		u32 ulpdu = hdr_size - XIW_MPA_HDR_LEN + n;
 		union xiw_hdr *hdr = xiw_tx_frame_begin(qp, hdr_size, n);
 
 		if (!hdr)
 			return false;
 		if (tagged) {
-			xiw_ctrl_set(&hdr->ctrl, ulpdu, 1, last, XIW_RDMAP_RV1,
+			xiw_ctrl_set(&hdr->ctrl, ulpdu, 1, end, XIW_RDMAP_RV1,
 				     XIW_OP_WRITE);
 			xiw_tagged_set(&hdr->tagged, sqe->rkey,
 				       sqe->remote_addr + tx->cur_sent);
 		} else {
-			xiw_ctrl_set(&hdr->ctrl, ulpdu, 0, last, XIW_RDMAP_RV1,
+			/* A Send with Immediate ends in the imm segment. */
+			xiw_ctrl_set(&hdr->ctrl, ulpdu, 0, end && !imm,
+				     imm ? XIW_RDMAP_RV2 : XIW_RDMAP_RV1,
 				     xiw_send_opcode(sqe));
 			xiw_untagged_set(&hdr->untagged,
 					 sqe->opcode == XIW_WR_SEND_WITH_INV ?
@@ -325,14 +418,18 @@ static bool xiw_tx_frame_message(struct xiw_qp *qp)
 		xiw_wqe_copy_payload(wqe, tx->cur_sent, (u8 *)hdr + hdr_size, n);
 		xiw_tx_frame_end(qp, (u8 *)hdr, ulpdu);
 		tx->cur_sent += n;
-	} while (tx->cur_sent < wqe->bytes);
-
-	if (!tagged)
+		tx->cur_payload_done = end;
+	}
+	if (imm) {
+		if (!xiw_tx_frame_imm(qp, wqe, msn))
+			return false;
+	}
+	if (!tagged || imm)
 		tx->msn[XIW_QN_SEND] = msn;
 	return true;
 }
 
-/* Frames the Read Request of @e (RFC 5040 §4.4); false if no room. */
+/* Frames a Read Request (RFC 5040 §4.4); false if no room. */
 static bool xiw_tx_frame_read_request(struct xiw_qp *qp, u32 sink_stag,
 				      u64 sink_to, u32 len, u32 src_stag,
 				      u64 src_to)
@@ -356,32 +453,87 @@ static bool xiw_tx_frame_read_request(struct xiw_qp *qp, u32 sink_stag,
 }
 
 /*
- * Issues the current RDMA Read: an ORD slot (RFC 5040 §6.5: no more than
- * ORD Reads outstanding), then the request.  False to retry later.
+ * Frames the Atomic Request of @sqe (RFC 7306 §5.2.1) and returns its
+ * Request Identifier, the request's MSN on QN 1, which is unique among the
+ * outstanding ones; 0 if tx.buf has no room (MSNs start at 1).
  */
-static bool xiw_tx_issue_read(struct xiw_qp *qp)
+static u32 xiw_tx_frame_atomic_request(struct xiw_qp *qp,
+				       const struct xiw_sqe *sqe)
+{
+	bool fetch_add = sqe->opcode == XIW_WR_ATOMIC_FETCH_ADD ||
+			 sqe->opcode == XIW_WR_MASKED_FETCH_ADD;
+	struct xiw_rdmap_atomic_req *a;
+	struct xiw_hdr_atomic_req *h;
+	u32 ulpdu = sizeof(*h) - XIW_MPA_HDR_LEN;
+	u32 msn;
+
+	h = xiw_tx_frame_begin(qp, sizeof(*h), 0);
+	if (!h)
+		return 0;
+	msn = ++qp->tx.msn[XIW_QN_READ_REQ];
+	xiw_ctrl_set(&h->ddp.ctrl, ulpdu, 0, 1, XIW_RDMAP_RV1,
+		     XIW_OP_ATOMIC_REQ);
+	xiw_untagged_set(&h->ddp, 0, XIW_QN_READ_REQ, msn, 0);
+	a = &h->atomic;
+	a->aopcode = cpu_to_be32(fetch_add ? XIW_AOP_FETCH_ADD :
+				 XIW_AOP_CMP_SWAP);
+	a->req_id = cpu_to_be32(msn);
+	a->stag = cpu_to_be32(sqe->rkey);
+	xiw_put_be64(&a->to, sqe->remote_addr);
+	if (fetch_add) {
+		/* §5.2.1: unused Compare fields are 0 and all ones. */
+		xiw_put_be64(&a->add_swap, sqe->operand[0]);
+		xiw_put_be64(&a->add_swap_mask, sqe->operand[3]);
+		xiw_put_be64(&a->compare, 0);
+		xiw_put_be64(&a->compare_mask, XIW_ATOMIC_MASK_UNUSED);
+	} else {
+		xiw_put_be64(&a->add_swap, sqe->operand[1]);
+		xiw_put_be64(&a->add_swap_mask, sqe->operand[3]);
+		xiw_put_be64(&a->compare, sqe->operand[0]);
+		xiw_put_be64(&a->compare_mask, sqe->operand[2]);
+	}
+	xiw_tx_frame_end(qp, (u8 *)h, ulpdu);
+	return msn;
+}
+
+/*
+ * Issues the current RDMA Read or Atomic: an ORD slot (RFC 5040 §6.5, RFC
+ * 7306 §5.2: together no more than ORD outstanding), then the request.
+ * False to retry later.
+ */
+static bool xiw_tx_issue_request(struct xiw_qp *qp)
 {
 	struct xiw_wqe *wqe = qp->tx.cur;
 	const struct xiw_sqe *sqe = &wqe->sqe;
+	bool atomic = xiw_wr_is_atomic(sqe->opcode);
 	struct xiw_qp_rx *rx = &qp->rx;
-	struct xiw_orq_entry *e;
 	u32 sink_stag = wqe->bytes ? sqe->sge[0].lkey : 0;
 	u64 sink_to = wqe->bytes ? sqe->sge[0].addr : 0;
+	u32 req_id = 0;
 	bool ok = false;
 
 	spin_lock_bh(&qp->lock);
-	if (rx->orq_tail - rx->orq_head < max_t(u8, qp->ord, 1) &&
-	    xiw_tx_frame_read_request(qp, sink_stag, sink_to, wqe->bytes,
-				      sqe->rkey, sqe->remote_addr)) {
-		e = &rx->orq[rx->orq_tail++ % XIW_MAX_ORD];
-		*e = (struct xiw_orq_entry){
-			.wqe = wqe,
-			.sink_stag = sink_stag,
-			.sink_to = sink_to,
-			.len = wqe->bytes,
-		};
-		ok = true;
+	if (rx->orq_tail - rx->orq_head >= max_t(u8, qp->ord, 1))
+		goto out;
+	if (atomic) {
+		req_id = xiw_tx_frame_atomic_request(qp, sqe);
+		if (!req_id)
+			goto out;
+	} else if (!xiw_tx_frame_read_request(qp, sink_stag, sink_to,
+					      wqe->bytes, sqe->rkey,
+					      sqe->remote_addr)) {
+		goto out;
 	}
+	rx->orq[rx->orq_tail++ % XIW_MAX_ORD] = (struct xiw_orq_entry){
+		.wqe = wqe,
+		.opcode = atomic ? XIW_OP_ATOMIC_REQ : XIW_OP_READ_REQ,
+		.req_id = req_id,
+		.sink_stag = sink_stag,
+		.sink_to = sink_to,
+		.len = wqe->bytes,
+	};
+	ok = true;
+out:
 	spin_unlock_bh(&qp->lock);
 	return ok;
 }
@@ -398,7 +550,7 @@ static bool xiw_tx_frame_rtr(struct xiw_qp *qp)
 		spin_lock_bh(&qp->lock);
 		if (xiw_tx_frame_read_request(qp, 0, 0, 0, 0, 0)) {
 			rx->orq[rx->orq_tail++ % XIW_MAX_ORD] =
-				(struct xiw_orq_entry){};
+				(struct xiw_orq_entry){ .opcode = XIW_OP_READ_REQ };
 			ok = true;
 		}
 		spin_unlock_bh(&qp->lock);
@@ -426,11 +578,32 @@ static bool xiw_tx_frame_rtr(struct xiw_qp *qp)
 	}
 }
 
+/* Frames the Atomic Response of @e (RFC 7306 §5.2.2); false if no room. */
+static bool xiw_tx_frame_atomic_response(struct xiw_qp *qp,
+					 const struct xiw_irq_entry *e)
+{
+	struct xiw_hdr_atomic_resp *h;
+	u32 ulpdu = sizeof(*h) - XIW_MPA_HDR_LEN;
+
+	h = xiw_tx_frame_begin(qp, sizeof(*h), 0);
+	if (!h)
+		return false;
+	xiw_ctrl_set(&h->ddp.ctrl, ulpdu, 0, 1, XIW_RDMAP_RV1,
+		     XIW_OP_ATOMIC_RESP);
+	xiw_untagged_set(&h->ddp, 0, XIW_QN_RESPONSE,
+			 ++qp->tx.msn[XIW_QN_RESPONSE], 0);
+	h->atomic.req_id = cpu_to_be32(e->req_id);
+	xiw_put_be64(&h->atomic.orig, e->orig);
+	xiw_tx_frame_end(qp, (u8 *)h, ulpdu);
+	return true;
+}
+
 /*
- * Frames Read Response FPDUs for the oldest inbound Read Request.
+ * Frames the responses to inbound Read and Atomic Requests, in the order
+ * the requests arrived (RFC 7306 §7: neither kind overtakes the other).
  * Returns false when tx.buf is full, true when nothing is left to frame.
  */
-static bool xiw_tx_frame_read_responses(struct xiw_qp *qp)
+static bool xiw_tx_frame_responses(struct xiw_qp *qp)
 {
 	struct xiw_qp_tx *tx = &qp->tx;
 	u32 hdr_size = sizeof(struct xiw_ddp_tagged_hdr);
@@ -450,19 +623,26 @@ static bool xiw_tx_frame_read_responses(struct xiw_qp *qp)
 		e = &tx->irq[tx->irq_head % XIW_MAX_IRD];
 		spin_unlock_bh(&qp->lock);
 
-		n = min(e->len - e->sent, max);
-		last = e->sent + n == e->len;
-		h = xiw_tx_frame_begin(qp, hdr_size, n);
-		if (!h)
-			return false;
-		xiw_ctrl_set(&h->ctrl, hdr_size - XIW_MPA_HDR_LEN + n, 1, last,
-			     XIW_RDMAP_RV1, XIW_OP_READ_RESP);
-		xiw_tagged_set(h, e->sink_stag, e->sink_to + e->sent);
-		if (n)
-			xiw_mr_copy_from(e->mr, e->src_to + e->sent,
-					 (u8 *)h + hdr_size, n);
-		xiw_tx_frame_end(qp, (u8 *)h, hdr_size - XIW_MPA_HDR_LEN + n);
-		e->sent += n;
+		if (e->opcode == XIW_OP_ATOMIC_REQ) {
+			if (!xiw_tx_frame_atomic_response(qp, e))
+				return false;
+			last = true;
+		} else {
+			n = min(e->len - e->sent, max);
+			last = e->sent + n == e->len;
+			h = xiw_tx_frame_begin(qp, hdr_size, n);
+			if (!h)
+				return false;
+			xiw_ctrl_set(&h->ctrl, hdr_size - XIW_MPA_HDR_LEN + n,
+				     1, last, XIW_RDMAP_RV1, XIW_OP_READ_RESP);
+			xiw_tagged_set(h, e->sink_stag, e->sink_to + e->sent);
+			if (n)
+				xiw_mr_copy_from(e->mr, e->src_to + e->sent,
+						 (u8 *)h + hdr_size, n);
+			xiw_tx_frame_end(qp, (u8 *)h,
+					 hdr_size - XIW_MPA_HDR_LEN + n);
+			e->sent += n;
+		}
 		if (last) {
 			if (e->mr)
 				xiw_mr_put(e->mr);
@@ -604,19 +784,28 @@ static bool xiw_tx_frame_next(struct xiw_qp *qp)
 		tx->rtr_pending = false;
 		return true;
 	}
-	/* Read Responses go between messages, never inside one. */
+	/* Responses go between messages, never inside one. */
 	if (!tx->cur) {
-		if (!xiw_tx_frame_read_responses(qp))
+		if (!xiw_tx_frame_responses(qp))
 			return false;
 		tx->cur = xiw_sq_fetch(qp);
-		tx->cur_sent = 0;
 		if (!tx->cur)
 			return false;
+		tx->cur_sent = 0;
+		/*
+		 * Immediate Data carries a Send with no payload by itself.  An
+		 * empty RDMA Write with Immediate still sends its zero-length
+		 * Write, so that the peer reports 0 bytes, not the length of
+		 * an earlier Write.
+		 */
+		tx->cur_payload_done = !tx->cur->bytes &&
+			(tx->cur->sqe.opcode == XIW_WR_SEND_WITH_IMM ||
+			 tx->cur->sqe.opcode == XIW_WR_IMMEDIATE_DATA);
 	}
-	if (tx->cur->sqe.opcode == XIW_WR_RDMA_READ) {
-		if (!xiw_tx_issue_read(qp))
+	if (xiw_wr_is_request(tx->cur->sqe.opcode)) {
+		if (!xiw_tx_issue_request(qp))
 			return false;
-		/* Completed by the last Read Response (xiw_qp_rx.c). */
+		/* Completed by its response (xiw_qp_rx.c). */
 		tx->cur = NULL;
 		return true;
 	}
@@ -720,6 +909,12 @@ static void xiw_tx_run_sq(struct xiw_qp *qp)
 		 * here or rings the doorbell.
 		 */
 		smp_store_mb(ctrl->notify, 0);
+		/*
+		 * Outside RTS and Error nothing is sent or flushed: entries
+		 * wait for the kick of the next state change.
+		 */
+		if (!xiw_qp_sending(qp) && READ_ONCE(qp->state) != IB_QPS_ERR)
+			return;
 		/* Pairs with the provider's release of its producer index. */
 		if (smp_load_acquire(&ctrl->producer) == qp->tx.fetch)
 			return;
@@ -770,6 +965,25 @@ void xiw_qp_write_space(struct sock *sk)
 		xiw_qp_tx_kick(qp);
 	}
 	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+/*
+ * A graceful close (RTS to SQD) that comes before the transmit path ran
+ * still owes the peer its RTR: a passive RFC 6581 peer reports the
+ * connection only once the RTR arrived, so without it the peer's accept
+ * would never complete.  Nothing else can be in tx.buf before the RTR.
+ */
+void xiw_qp_tx_send_rtr(struct xiw_qp *qp)
+{
+	struct xiw_qp_tx *tx = &qp->tx;
+
+	mutex_lock(&tx->lock);
+	if (tx->rtr_pending && qp->sock && !tx->buf_len &&
+	    xiw_tx_frame_rtr(qp)) {
+		tx->rtr_pending = false;
+		xiw_tx_push(qp);
+	}
+	mutex_unlock(&tx->lock);
 }
 
 /*

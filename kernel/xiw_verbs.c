@@ -36,22 +36,29 @@ int xiw_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 	attr->max_qp_wr = XIW_MAX_QP_WR;
 	attr->max_send_sge = XIW_MAX_SGE;
 	attr->max_recv_sge = XIW_MAX_RECV_SGE;
-	attr->max_sge_rd = XIW_MAX_SGE;
+	/* A Read Request names one sink buffer (RFC 5040 §4.4). */
+	attr->max_sge_rd = 1;
 	attr->max_cq = XIW_MAX_CQ;
 	attr->max_cqe = XIW_MAX_CQE;
 	attr->max_mr = XIW_MAX_MR;
 	attr->max_pd = XIW_MAX_PD;
-	attr->max_qp_rd_atom = XIW_MAX_ORD;
-	attr->max_qp_init_rd_atom = XIW_MAX_IRD;
+	/* Reads and Atomics share IRD and ORD (RFC 7306 §5.2). */
+	attr->max_qp_rd_atom = XIW_MAX_IRD;
+	attr->max_qp_init_rd_atom = XIW_MAX_ORD;
 	attr->max_res_rd_atom = XIW_MAX_QP * XIW_MAX_IRD;
 	attr->max_srq = XIW_MAX_SRQ;
 	attr->max_srq_wr = XIW_MAX_SRQ_WR;
 	attr->max_srq_sge = XIW_MAX_RECV_SGE;
 	attr->max_fast_reg_page_list_len = XIW_MAX_FRMR_PAGES;
 	attr->max_pkeys = 1;
-	/* No atomic is executed until the data path carries RFC 7306. */
-	attr->atomic_cap = IB_ATOMIC_NONE;
-	attr->masked_atomic_cap = IB_ATOMIC_NONE;
+	/*
+	 * Atomics run as CPU compare-and-exchange on the target memory
+	 * (xiw_mr_atomic()), so they are atomic against host CPUs too, not
+	 * only among the device's QPs; guest.ext_xiw races remote FetchAdd
+	 * and CmpSwap with a CPU thread on one counter to show it.
+	 */
+	attr->atomic_cap = IB_ATOMIC_GLOB;
+	attr->masked_atomic_cap = IB_ATOMIC_GLOB;
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
 	return 0;
 }

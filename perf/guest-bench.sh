@@ -8,6 +8,7 @@
 set -euo pipefail
 
 reps=${XIW_PERF_REPS:-3}
+imm_lat_bin=${XIW_BUILD_DIR:?set by scripts/guest}/perf/xiw_imm_lat
 csv=$XIW_OUT/results.csv
 port=19000
 label=
@@ -57,6 +58,34 @@ bw() { # REP NAME TOOL SIZE DEV ADDR: average bandwidth (MB/s)
 	record "$1" "$2" "$5" "$(awk '{print $4}' <<<"$line")" MB/s
 }
 
+atomic_lat() { # REP NAME TYPE DEV ADDR: typical atomic latency (us)
+	local line
+	line=$(perftest ib_atomic_lat "$4" "$5" -A "$3" -n 2000) || return 0
+	record "$1" "$2" "$4" "$(awk '{print $5}' <<<"$line")" us
+}
+
+atomic_rate() { # REP NAME TYPE DEV ADDR: atomic operations per second
+	local line
+	line=$(perftest ib_atomic_bw "$4" "$5" -A "$3" -n 5000) || return 0
+	record "$1" "$2" "$4" "$(awk '{print $5 * 1000}' <<<"$line")" "K ops/s"
+}
+
+# imm_lat REP MODE DEV ADDR: xiw_imm_lat's typical one-way latency (us) of
+# 2-byte RDMA Writes, with (write_imm) or without (write) immediate data.
+imm_lat() {
+	local out
+	port=$((port + 1))
+	timeout 300 "$imm_lat_bin" server "$4" "$port" >"$XIW_OUT/server.log" 2>&1 &
+	local server=$!
+	sleep 2
+	out=$(timeout 300 "$imm_lat_bin" client "$4" "$port" "$2" 2 2000) || {
+		kill "$server" 2>/dev/null || true
+		return 0
+	}
+	wait "$server" || true
+	record "$1" "$2 2 B (xiw_imm_lat)" "$3" "$(awk '{print $6}' <<<"$out")" us
+}
+
 rping_time() { # REP DEV ADDR: microseconds per validated ping, 200 pings
 	local start end
 	port=$((port + 1))
@@ -96,6 +125,15 @@ bench_device() { # REP DEV LABEL
 	lat "$1" "ib_read_lat 2 B" ib_read_lat 2 "$2" "$addr"
 	lat "$1" "ib_send_lat 2 B" ib_send_lat 2 "$2" "$addr"
 	rping_time "$1" "$2" "$addr"
+	# siw has no atomics and no immediate data.
+	if [ "$2" != siw0 ]; then
+		atomic_lat "$1" "ib_atomic_lat FETCH_AND_ADD" FETCH_AND_ADD "$2" "$addr"
+		atomic_lat "$1" "ib_atomic_lat CMP_AND_SWAP" CMP_AND_SWAP "$2" "$addr"
+		atomic_rate "$1" "ib_atomic_bw FETCH_AND_ADD" FETCH_AND_ADD "$2" "$addr"
+		atomic_rate "$1" "ib_atomic_bw CMP_AND_SWAP" CMP_AND_SWAP "$2" "$addr"
+		imm_lat "$1" write "$2" "$addr"
+		imm_lat "$1" write_imm "$2" "$addr"
+	fi
 	label=
 }
 

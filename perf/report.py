@@ -69,6 +69,14 @@ def main(csv_path, table_path, chart_path):
         if (bench, "tcp") in values:
             lines.append(f"| {bench} (plain TCP, same path) | {units[bench]} "
                          f"| {cell(bench, 'tcp')} | | | | | | | |")
+    # Immediate data should cost little over the Write it follows.
+    imm = [(dev, median("write_imm 2 B (xiw_imm_lat)", dev),
+            median("write 2 B (xiw_imm_lat)", dev)) for dev in DEVICES]
+    imm = [f"{dev} {ratio(a, b)}" for dev, a, b in imm if a and b]
+    if imm:
+        lines.append("")
+        lines.append("RDMA Write with Immediate / RDMA Write latency (2 B, "
+                     "xiw_imm_lat medians): " + ", ".join(imm))
     with open(table_path, "w") as f:
         f.write("\n".join(lines) + "\n")
     with open(chart_path, "w") as f:

@@ -27,11 +27,15 @@ enum class wr_opcode : std::uint8_t {
 	rdma_read = XIW_WR_RDMA_READ,
 	atomic_fetch_add = XIW_WR_ATOMIC_FETCH_ADD,
 	atomic_cmp_swap = XIW_WR_ATOMIC_CMP_SWAP,
+	masked_fetch_add = XIW_WR_MASKED_FETCH_ADD,
+	masked_cmp_swap = XIW_WR_MASKED_CMP_SWAP,
+	immediate_data = XIW_WR_IMMEDIATE_DATA,
 	atomic_write = XIW_WR_ATOMIC_WRITE,
 };
 
 // The SQE opcode for a verbs send opcode, or nothing if xiw cannot carry it
-// (the caller must then reject the work request, never drop it).
+// (the caller must then reject the work request, never drop it).  The
+// extension work requests of xiwdv.h (IBV_WR_DRIVER1) are decoded apart.
 constexpr std::optional<wr_opcode> to_wr_opcode(ibv_wr_opcode op) noexcept
 {
 	switch (op) {
@@ -57,15 +61,52 @@ constexpr std::optional<wr_opcode> to_wr_opcode(ibv_wr_opcode op) noexcept
 // but are refused at post time until their kernel side exists.
 constexpr bool kernel_executes(wr_opcode op) noexcept
 {
+	return op != wr_opcode::atomic_write;
+}
+
+// Opcodes that exist on the wire only between peers that negotiated the
+// RDMAP extensions (RFC 7306, draft-wood); toward any other peer the post
+// fails with EOPNOTSUPP.
+constexpr bool needs_extensions(wr_opcode op) noexcept
+{
 	switch (op) {
 	case wr_opcode::send:
 	case wr_opcode::send_with_inv:
 	case wr_opcode::rdma_write:
 	case wr_opcode::rdma_read:
-		return true;
-	default:
 		return false;
+	default:
+		return true;
 	}
+}
+
+// Operands of an atomic in the SQE (see xiw_sqe): the verbs atomics are the
+// masked ones of RFC 7306 §5.1 with neutral masks.
+struct atomic_operands {
+	std::uint64_t compare_or_add = 0;
+	std::uint64_t swap = 0;
+	std::uint64_t compare_mask = 0;
+	std::uint64_t swap_or_boundary_mask = 0;
+};
+
+// Plain FetchAdd: no field boundary, one 64-bit addition (§5.1.1).
+constexpr atomic_operands fetch_add_operands(std::uint64_t add) noexcept
+{
+	return {add, 0, 0, 0};
+}
+
+// Plain CmpSwap: all 64 bits compared and all swapped (§5.1.2).
+constexpr atomic_operands cmp_swap_operands(std::uint64_t compare,
+					    std::uint64_t swap) noexcept
+{
+	return {compare, swap, ~std::uint64_t{0}, ~std::uint64_t{0}};
+}
+
+// The 64-bit immediate carried for a verbs imm_data (network order): the
+// value of those 32 bits, so that the receiver's imm_data is the same.
+inline std::uint64_t imm64_of(__be32 imm_data) noexcept
+{
+	return be32toh(imm_data);
 }
 
 // ---- completion queue ----------------------------------------------------
@@ -142,8 +183,10 @@ inline void cqe_to_wc(const xiw_cqe &cqe, ibv_wc &wc) noexcept
 		return;
 	}
 	if (cqe.flags & XIW_CQE_WITH_IMM) {
-		// imm_or_inv carries the value; verbs wants network order.
+		// imm_or_inv carries the low half; verbs wants network order.
+		// The high half goes where xiwdv_wc_imm64() looks for it.
 		wc.imm_data = htobe32(cqe.imm_or_inv);
+		wc.src_qp = cqe.imm_high;
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 	} else if (cqe.flags & XIW_CQE_WITH_INV) {
 		wc.invalidated_rkey = cqe.imm_or_inv;

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <span>
 
+#include <infiniband/xiwdv.h>
+
 #include "opcodes.h"
 #include "xiw.h"
 
@@ -27,11 +29,382 @@ int map_queues(qp &q, int cmd_fd, const xiw_uresp_create_qp &resp) noexcept
 	return 0;
 }
 
+// Starts an SQE: everything but the SGEs is cleared.
+void sqe_begin(xiw_sqe &sqe, std::uint64_t wr_id, unsigned int send_flags,
+	       wr_opcode op) noexcept
+{
+	std::memset(&sqe, 0, offsetof(xiw_sqe, sge));
+	sqe.wr_id = wr_id;
+	sqe.opcode = static_cast<std::uint8_t>(op);
+	if (send_flags & IBV_SEND_SIGNALED)
+		sqe.flags |= XIW_SQE_SIGNALED;
+	if (send_flags & IBV_SEND_SOLICITED)
+		sqe.flags |= XIW_SQE_SOLICITED;
+	if (send_flags & IBV_SEND_FENCE)
+		sqe.flags |= XIW_SQE_FENCE;
+}
+
+void sqe_set_atomic(xiw_sqe &sqe, std::uint32_t rkey, std::uint64_t remote_addr,
+		    const atomic_operands &a) noexcept
+{
+	sqe.rkey = rkey;
+	sqe.remote_addr = remote_addr;
+	sqe.operand[0] = a.compare_or_add;
+	sqe.operand[1] = a.swap;
+	sqe.operand[2] = a.compare_mask;
+	sqe.operand[3] = a.swap_or_boundary_mask;
+}
+
+// Copies the SGE list; 0 or the errno that fails the post.
+int sqe_set_sges(xiw_sqe &sqe, std::span<const ibv_sge> sges) noexcept
+{
+	if (sges.size() > XIW_MAX_SGE)
+		return EINVAL;
+	static_assert(sizeof(ibv_sge) == sizeof(xiw_sge));
+	std::memcpy(sqe.sge, sges.data(), sges.size_bytes());
+	sqe.num_sge = static_cast<std::uint8_t>(sges.size());
+	sqe.flags &= ~XIW_SQE_INLINE;
+	return 0;
+}
+
+// Inline data travels in the SGE array of the SQE itself.
+template <class Buffers, class Addr, class Len>
+int sqe_set_inline(xiw_sqe &sqe, const Buffers &bufs, Addr addr_of,
+		   Len length_of) noexcept
+{
+	auto *dst = reinterpret_cast<std::uint8_t *>(sqe.sge);
+	std::size_t len = 0;
+	for (const auto &buf : bufs) {
+		const std::size_t n = length_of(buf);
+		if (n > XIW_MAX_INLINE - len)
+			return EINVAL;
+		std::memcpy(dst + len, addr_of(buf), n);
+		len += n;
+	}
+	sqe.flags |= XIW_SQE_INLINE;
+	sqe.num_sge = 0;
+	sqe.inline_length = static_cast<std::uint32_t>(len);
+	return 0;
+}
+
+bool extensions_negotiated(const qp &q) noexcept
+{
+	return q.sq.load_conn_flags() & XIW_CONN_EXTENSIONS;
+}
+
+// The SQE opcode and operands of an xiwdv extension work request.
+int fill_extended(const ibv_send_wr &wr, xiw_sqe &sqe) noexcept
+{
+	const auto *ext = static_cast<const xiwdv_wr_ext *>(wr.tso.hdr);
+	if (!ext || wr.tso.hdr_sz < sizeof(*ext) || ext->reserved)
+		return EINVAL;
+
+	wr_opcode op;
+	switch (ext->opcode) {
+	case XIWDV_WR_MASKED_FETCH_ADD: op = wr_opcode::masked_fetch_add; break;
+	case XIWDV_WR_MASKED_CMP_SWAP: op = wr_opcode::masked_cmp_swap; break;
+	case XIWDV_WR_IMMEDIATE_DATA: op = wr_opcode::immediate_data; break;
+	case XIWDV_WR_RDMA_WRITE_WITH_IMM64: op = wr_opcode::rdma_write_with_imm; break;
+	case XIWDV_WR_SEND_WITH_IMM64: op = wr_opcode::send_with_imm; break;
+	default: return EOPNOTSUPP;
+	}
+	sqe_begin(sqe, wr.wr_id, wr.send_flags, op);
+	switch (op) {
+	case wr_opcode::masked_fetch_add:
+	case wr_opcode::masked_cmp_swap:
+		sqe_set_atomic(sqe, wr.wr.atomic.rkey, wr.wr.atomic.remote_addr,
+			       {ext->operand[0], ext->operand[1],
+				ext->operand[2], ext->operand[3]});
+		break;
+	case wr_opcode::rdma_write_with_imm:
+		sqe.rkey = wr.wr.rdma.rkey;
+		sqe.remote_addr = wr.wr.rdma.remote_addr;
+		sqe.operand[0] = ext->operand[0];
+		break;
+	default:
+		sqe.operand[0] = ext->operand[0];
+		break;
+	}
+	return 0;
+}
+
+// Fills an SQE from a verbs work request; returns 0 or the errno that
+// fails the post.
+int fill_sqe(const qp &q, const ibv_send_wr &wr, xiw_sqe &sqe) noexcept
+{
+	if (wr.num_sge < 0)
+		return EINVAL;
+	if (wr.opcode == XIWDV_WR_EXTENDED) {
+		if (int err = fill_extended(wr, sqe))
+			return err;
+	} else {
+		const auto op = to_wr_opcode(wr.opcode);
+		if (!op || !kernel_executes(*op))
+			return EOPNOTSUPP;
+		sqe_begin(sqe, wr.wr_id, wr.send_flags, *op);
+		switch (*op) {
+		case wr_opcode::rdma_write:
+		case wr_opcode::rdma_read:
+			sqe.remote_addr = wr.wr.rdma.remote_addr;
+			sqe.rkey = wr.wr.rdma.rkey;
+			break;
+		case wr_opcode::rdma_write_with_imm:
+			sqe.remote_addr = wr.wr.rdma.remote_addr;
+			sqe.rkey = wr.wr.rdma.rkey;
+			sqe.operand[0] = imm64_of(wr.imm_data);
+			break;
+		case wr_opcode::send_with_imm:
+			sqe.operand[0] = imm64_of(wr.imm_data);
+			break;
+		case wr_opcode::send_with_inv:
+			sqe.invalidate_rkey = wr.invalidate_rkey;
+			break;
+		case wr_opcode::atomic_fetch_add:
+			sqe_set_atomic(sqe, wr.wr.atomic.rkey,
+				       wr.wr.atomic.remote_addr,
+				       fetch_add_operands(wr.wr.atomic.compare_add));
+			break;
+		case wr_opcode::atomic_cmp_swap:
+			sqe_set_atomic(sqe, wr.wr.atomic.rkey,
+				       wr.wr.atomic.remote_addr,
+				       cmp_swap_operands(wr.wr.atomic.compare_add,
+							 wr.wr.atomic.swap));
+			break;
+		default:
+			break;
+		}
+	}
+	const auto op = static_cast<wr_opcode>(sqe.opcode);
+	if (needs_extensions(op) && !extensions_negotiated(q))
+		return EOPNOTSUPP;
+
+	const std::span<const ibv_sge> sges(wr.sg_list,
+					    static_cast<std::size_t>(wr.num_sge));
+	switch (op) {
+	case wr_opcode::atomic_fetch_add:
+	case wr_opcode::atomic_cmp_swap:
+	case wr_opcode::masked_fetch_add:
+	case wr_opcode::masked_cmp_swap:
+		// The original value comes back into one 8-byte buffer.
+		if (sges.size() != 1 || sges[0].length != sizeof(std::uint64_t))
+			return EINVAL;
+		return sqe_set_sges(sqe, sges);
+	case wr_opcode::immediate_data:
+		return sges.empty() ? 0 : EINVAL;
+	case wr_opcode::rdma_read:
+		return sqe_set_sges(sqe, sges);
+	default:
+		if (wr.send_flags & IBV_SEND_INLINE)
+			return sqe_set_inline(
+				sqe, sges,
+				[](const ibv_sge &sge) {
+					return reinterpret_cast<const void *>(sge.addr);
+				},
+				[](const ibv_sge &sge) { return std::size_t{sge.length}; });
+		return sqe_set_sges(sqe, sges);
+	}
+}
+
+// Publishes the SQEs up to producer and rings the doorbell unless the
+// kernel said it is still working on the queue (ctrl.notify).
+void sq_publish(qp &q, std::uint32_t producer) noexcept
+{
+	q.sq.store_producer(producer);
+	// Pairs with the kernel's barrier between clearing notify and
+	// looking at the producer index once more.
+	std::atomic_thread_fence(std::memory_order_seq_cst);
+	if (!q.sq.load_notify())
+		rc::ibv_cmd_post_send(&q.vqp.qp, nullptr, nullptr);
+}
+
+// ---- ibv_qp_ex: work requests built by calls -----------------------------
+
+// The next SQE of the batch, begun for op; nullptr once the batch failed.
+xiw_sqe *batch_next(ibv_qp_ex *qpx, wr_opcode op) noexcept
+{
+	qp &q = *from_ibv(qpx);
+	q.batch_sqe = nullptr;
+	if (q.batch_err)
+		return nullptr;
+	if (needs_extensions(op) && !extensions_negotiated(q))
+		q.batch_err = EOPNOTSUPP;
+	else if (q.batch_producer - q.sq.load_consumer() >= q.sq.capacity())
+		q.batch_err = ENOMEM;
+	if (q.batch_err)
+		return nullptr;
+	xiw_sqe &sqe = q.sq.slot(q.batch_producer++);
+	sqe_begin(sqe, qpx->wr_id, qpx->wr_flags, op);
+	q.batch_sqe = &sqe;
+	return &sqe;
+}
+
+void wr_start(ibv_qp_ex *qpx) noexcept
+{
+	qp &q = *from_ibv(qpx);
+	q.sq_lock.lock();
+	q.batch_err = q.sq.mapped() ? 0 : EINVAL;
+	q.batch_sqe = nullptr;
+	if (!q.batch_err)
+		q.batch_producer = q.sq.own(q.sq.ctrl().producer);
+}
+
+int wr_complete(ibv_qp_ex *qpx) noexcept
+{
+	qp &q = *from_ibv(qpx);
+	const int err = q.batch_err;
+	// A failed batch is dropped whole, as ibv_wr_complete() documents.
+	if (!err && q.batch_producer != q.sq.own(q.sq.ctrl().producer))
+		sq_publish(q, q.batch_producer);
+	q.sq_lock.unlock();
+	return err;
+}
+
+void wr_abort(ibv_qp_ex *qpx) noexcept
+{
+	from_ibv(qpx)->sq_lock.unlock();
+}
+
+void wr_send(ibv_qp_ex *qpx) noexcept
+{
+	batch_next(qpx, wr_opcode::send);
+}
+
+void wr_send_imm(ibv_qp_ex *qpx, __be32 imm_data) noexcept
+{
+	if (xiw_sqe *sqe = batch_next(qpx, wr_opcode::send_with_imm))
+		sqe->operand[0] = imm64_of(imm_data);
+}
+
+void wr_send_inv(ibv_qp_ex *qpx, std::uint32_t invalidate_rkey) noexcept
+{
+	if (xiw_sqe *sqe = batch_next(qpx, wr_opcode::send_with_inv))
+		sqe->invalidate_rkey = invalidate_rkey;
+}
+
+void set_remote(xiw_sqe *sqe, std::uint32_t rkey, std::uint64_t remote_addr) noexcept
+{
+	if (sqe) {
+		sqe->rkey = rkey;
+		sqe->remote_addr = remote_addr;
+	}
+}
+
+void wr_rdma_write(ibv_qp_ex *qpx, std::uint32_t rkey,
+		   std::uint64_t remote_addr) noexcept
+{
+	set_remote(batch_next(qpx, wr_opcode::rdma_write), rkey, remote_addr);
+}
+
+void wr_rdma_write_imm(ibv_qp_ex *qpx, std::uint32_t rkey,
+		       std::uint64_t remote_addr, __be32 imm_data) noexcept
+{
+	xiw_sqe *sqe = batch_next(qpx, wr_opcode::rdma_write_with_imm);
+	set_remote(sqe, rkey, remote_addr);
+	if (sqe)
+		sqe->operand[0] = imm64_of(imm_data);
+}
+
+void wr_rdma_read(ibv_qp_ex *qpx, std::uint32_t rkey,
+		  std::uint64_t remote_addr) noexcept
+{
+	set_remote(batch_next(qpx, wr_opcode::rdma_read), rkey, remote_addr);
+}
+
+void wr_atomic_fetch_add(ibv_qp_ex *qpx, std::uint32_t rkey,
+			 std::uint64_t remote_addr, std::uint64_t add) noexcept
+{
+	if (xiw_sqe *sqe = batch_next(qpx, wr_opcode::atomic_fetch_add))
+		sqe_set_atomic(*sqe, rkey, remote_addr, fetch_add_operands(add));
+}
+
+void wr_atomic_cmp_swp(ibv_qp_ex *qpx, std::uint32_t rkey,
+		       std::uint64_t remote_addr, std::uint64_t compare,
+		       std::uint64_t swap) noexcept
+{
+	if (xiw_sqe *sqe = batch_next(qpx, wr_opcode::atomic_cmp_swap))
+		sqe_set_atomic(*sqe, rkey, remote_addr,
+			       cmp_swap_operands(compare, swap));
+}
+
+// The data of the last work request; errors are kept for wr_complete().
+void batch_check(qp &q, int err) noexcept
+{
+	if (err && !q.batch_err)
+		q.batch_err = err;
+}
+
+void wr_set_sge(ibv_qp_ex *qpx, std::uint32_t lkey, std::uint64_t addr,
+		std::uint32_t length) noexcept
+{
+	qp &q = *from_ibv(qpx);
+	const ibv_sge sge{addr, length, lkey};
+	if (q.batch_sqe)
+		batch_check(q, sqe_set_sges(*q.batch_sqe, {&sge, 1}));
+}
+
+void wr_set_sge_list(ibv_qp_ex *qpx, std::size_t num_sge,
+		     const ibv_sge *sg_list) noexcept
+{
+	qp &q = *from_ibv(qpx);
+	if (q.batch_sqe)
+		batch_check(q, sqe_set_sges(*q.batch_sqe, {sg_list, num_sge}));
+}
+
+void wr_set_inline_data_list(ibv_qp_ex *qpx, std::size_t num_buf,
+			     const ibv_data_buf *buf_list) noexcept
+{
+	qp &q = *from_ibv(qpx);
+	if (q.batch_sqe)
+		batch_check(q, sqe_set_inline(
+				       *q.batch_sqe,
+				       std::span<const ibv_data_buf>(buf_list, num_buf),
+				       [](const ibv_data_buf &b) -> const void * { return b.addr; },
+				       [](const ibv_data_buf &b) { return b.length; }));
+}
+
+void wr_set_inline_data(ibv_qp_ex *qpx, void *addr, std::size_t length) noexcept
+{
+	const ibv_data_buf buf{addr, length};
+	wr_set_inline_data_list(qpx, 1, &buf);
+}
+
+// The ibv_qp_ex work request builders xiw provides.
+constexpr std::uint64_t supported_send_ops =
+	IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+	IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+	IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+	IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV;
+
+void init_qp_ex(qp &q) noexcept
+{
+	ibv_qp_ex &x = q.vqp.qp_ex;
+	x.wr_start = wr_start;
+	x.wr_complete = wr_complete;
+	x.wr_abort = wr_abort;
+	x.wr_send = wr_send;
+	x.wr_send_imm = wr_send_imm;
+	x.wr_send_inv = wr_send_inv;
+	x.wr_rdma_write = wr_rdma_write;
+	x.wr_rdma_write_imm = wr_rdma_write_imm;
+	x.wr_rdma_read = wr_rdma_read;
+	x.wr_atomic_fetch_add = wr_atomic_fetch_add;
+	x.wr_atomic_cmp_swp = wr_atomic_cmp_swp;
+	x.wr_set_sge = wr_set_sge;
+	x.wr_set_sge_list = wr_set_sge_list;
+	x.wr_set_inline_data = wr_set_inline_data;
+	x.wr_set_inline_data_list = wr_set_inline_data_list;
+	q.vqp.comp_mask |= rc::verbs_qp_ex;
+}
+
 } // namespace
 
 ibv_qp *create_qp_ex(ibv_context *ibctx, ibv_qp_init_attr_ex *attr) noexcept
 {
-	if (attr->comp_mask & ~static_cast<std::uint32_t>(IBV_QP_INIT_ATTR_PD)) {
+	constexpr std::uint32_t supported_comp_mask =
+		IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	const bool ex = attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	if (attr->comp_mask & ~supported_comp_mask ||
+	    (ex && attr->send_ops_flags & ~supported_send_ops)) {
 		errno = EOPNOTSUPP;
 		return nullptr;
 	}
@@ -57,6 +430,8 @@ ibv_qp *create_qp_ex(ibv_context *ibctx, ibv_qp_init_attr_ex *attr) noexcept
 		errno = err;
 		return nullptr;
 	}
+	if (ex)
+		init_qp_ex(*q);
 	return &q->vqp.qp;
 }
 
@@ -103,69 +478,7 @@ int query_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int attr_mask,
 				    rc::as_cmd(cmd), sizeof(cmd));
 }
 
-namespace {
-
-// Fills an SQE from a verbs work request; returns 0 or the errno that
-// fails the post.
-int fill_sqe(const ibv_send_wr &wr, xiw_sqe &sqe) noexcept
-{
-	const auto op = to_wr_opcode(wr.opcode);
-	if (!op || !kernel_executes(*op))
-		return EOPNOTSUPP;
-	if (wr.num_sge < 0 || wr.num_sge > XIW_MAX_SGE)
-		return EINVAL;
-
-	std::memset(&sqe, 0, offsetof(xiw_sqe, sge));
-	sqe.wr_id = wr.wr_id;
-	sqe.opcode = static_cast<std::uint8_t>(*op);
-	if (wr.send_flags & IBV_SEND_SIGNALED)
-		sqe.flags |= XIW_SQE_SIGNALED;
-	if (wr.send_flags & IBV_SEND_SOLICITED)
-		sqe.flags |= XIW_SQE_SOLICITED;
-	if (wr.send_flags & IBV_SEND_FENCE)
-		sqe.flags |= XIW_SQE_FENCE;
-
-	switch (*op) {
-	case wr_opcode::rdma_write:
-	case wr_opcode::rdma_read:
-		sqe.remote_addr = wr.wr.rdma.remote_addr;
-		sqe.rkey = wr.wr.rdma.rkey;
-		break;
-	case wr_opcode::send_with_inv:
-		sqe.invalidate_rkey = wr.invalidate_rkey;
-		break;
-	default:
-		break;
-	}
-
-	const std::span<const ibv_sge> sges(wr.sg_list,
-					    static_cast<std::size_t>(wr.num_sge));
-	if (wr.send_flags & IBV_SEND_INLINE && *op != wr_opcode::rdma_read) {
-		// Inline data travels in the SGE array of the SQE itself.
-		auto *dst = reinterpret_cast<std::uint8_t *>(sqe.sge);
-		std::size_t len = 0;
-		for (const ibv_sge &sge : sges) {
-			if (sge.length > XIW_MAX_INLINE - len)
-				return EINVAL;
-			std::memcpy(dst + len,
-				    reinterpret_cast<const void *>(sge.addr),
-				    sge.length);
-			len += sge.length;
-		}
-		sqe.flags |= XIW_SQE_INLINE;
-		sqe.inline_length = static_cast<std::uint32_t>(len);
-		return 0;
-	}
-	static_assert(sizeof(ibv_sge) == sizeof(xiw_sge));
-	std::memcpy(sqe.sge, sges.data(), sges.size_bytes());
-	sqe.num_sge = static_cast<std::uint8_t>(sges.size());
-	return 0;
-}
-
-} // namespace
-
-// Writes the work requests into the send queue, then rings the doorbell
-// unless the kernel said it is still working on the queue (ctrl.notify).
+// Writes the work requests into the send queue, then rings the doorbell.
 int post_send(ibv_qp *ibqp, ibv_send_wr *wr, ibv_send_wr **bad_wr) noexcept
 {
 	qp &q = *from_ibv(ibqp);
@@ -186,19 +499,13 @@ int post_send(ibv_qp *ibqp, ibv_send_wr *wr, ibv_send_wr **bad_wr) noexcept
 			err = ENOMEM;
 			break;
 		}
-		err = fill_sqe(*wr, q.sq.slot(producer));
+		err = fill_sqe(q, *wr, q.sq.slot(producer));
 		if (err)
 			break;
 		producer++;
 	}
-	if (producer != first) {
-		q.sq.store_producer(producer);
-		// Pairs with the kernel's barrier between clearing notify and
-		// looking at the producer index once more.
-		std::atomic_thread_fence(std::memory_order_seq_cst);
-		if (!q.sq.load_notify())
-			rc::ibv_cmd_post_send(ibqp, nullptr, nullptr);
-	}
+	if (producer != first)
+		sq_publish(q, producer);
 	q.sq_lock.unlock();
 
 	if (err)

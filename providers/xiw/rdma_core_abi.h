@@ -68,6 +68,8 @@
 #define XIW_RC_OFF_VMR_ACCESS 52
 #define XIW_RC_OFF_VQP_COMP_MASK 352
 #define XIW_RC_OFF_VQP_XRCD 360
+/* verbs_qp.comp_mask: the QP is an ibv_qp_ex (ibv_qp_to_qp_ex() returns it) */
+#define XIW_RC_VERBS_QP_EX 2
 
 /*
  * Sizes of the write() command buffers the ibv_cmd_* helpers take: the
@@ -172,6 +174,7 @@ XIW_RC_CHECK(offsetof(struct verbs_qp, qp) == 0);
 XIW_RC_CHECK(offsetof(struct verbs_qp, qp_ex) == 0);
 XIW_RC_CHECK(offsetof(struct verbs_qp, comp_mask) == XIW_RC_OFF_VQP_COMP_MASK);
 XIW_RC_CHECK(offsetof(struct verbs_qp, xrcd) == XIW_RC_OFF_VQP_XRCD);
+XIW_RC_CHECK(VERBS_QP_EX == XIW_RC_VERBS_QP_EX);
 XIW_RC_CHECK(sizeof(struct verbs_cq) == XIW_RC_SIZEOF_VERBS_CQ);
 XIW_RC_CHECK(offsetof(struct verbs_cq, cq) == 0);
 XIW_RC_CHECK(sizeof(struct ibv_get_context) == XIW_RC_SIZEOF_CMD_GET_CONTEXT);
@@ -277,6 +280,7 @@ struct verbs_qp {
 	std::uint32_t comp_mask;
 	verbs_xrcd *xrcd;
 };
+inline constexpr std::uint32_t verbs_qp_ex = XIW_RC_VERBS_QP_EX;
 
 struct verbs_cq {
 	union {

@@ -126,6 +126,12 @@ public:
 		return std::atomic_ref<__u32>(ctrl().notify)
 			.load(std::memory_order_relaxed);
 	}
+	// enum xiw_conn_flags, set by the kernel before the QP got to RTS.
+	std::uint32_t load_conn_flags() const noexcept
+	{
+		return std::atomic_ref<__u32>(ctrl().conn_flags)
+			.load(std::memory_order_relaxed);
+	}
 
 	// Index written by us: release, so that the entries we read (consumer)
 	// or wrote (producer) are done before the other side sees it.

@@ -67,6 +67,11 @@ struct qp {
 	spin_lock rq_lock;
 	ring<xiw_sqe> sq; // not mapped if the QP has no send queue
 	ring<xiw_rqe> rq; // not mapped if the QP has no receive queue
+	// The ibv_qp_ex batch between wr_start() and wr_complete() or
+	// wr_abort(), which hold sq_lock throughout.
+	std::uint32_t batch_producer;
+	xiw_sqe *batch_sqe; // the entry the wr_set_*() calls fill in
+	int batch_err;	    // first error of the batch, reported by wr_complete
 };
 
 // ibv_context is the last member of verbs_context.
@@ -85,6 +90,10 @@ inline qp *from_ibv(ibv_qp *q) noexcept
 {
 	static_assert(offsetof(qp, vqp) == 0);
 	return reinterpret_cast<qp *>(q);
+}
+inline qp *from_ibv(ibv_qp_ex *q) noexcept
+{
+	return from_ibv(&q->qp_base);
 }
 inline mr *from_verbs(rc::verbs_mr *m) noexcept
 {

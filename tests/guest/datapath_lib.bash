@@ -66,3 +66,32 @@ perftest_run() {
 	fi
 	grep -E '^ *[0-9]+ +[0-9]+ ' "$XIW_OUT/perftest-client.log" | tail -n 1
 }
+
+# server_start LOG CMD...: runs "CMD $XIW_ADDR_B PORT" on host b, PORT being
+# the next one after $port, and returns once it printed "listening".  Sets
+# $server (its pid) and $port.
+server_start() {
+	local log=$1
+	shift
+	port=$((${port:-7000} + 1))
+	on b timeout 800 "$@" "$XIW_ADDR_B" "$port" >"$log" 2>&1 &
+	server=$!
+	for _ in $(seq 1 100); do
+		grep -q listening "$log" && return 0
+		sleep 0.1
+	done
+	echo "FAIL: $* did not start"
+	cat "$log"
+	exit 1
+}
+
+# server_finish LOG [FAILED]: waits for the server of server_start (killed
+# first if FAILED is not empty: it may still wait for a client), prints its
+# log indented and returns its exit status.
+server_finish() {
+	local rc=0
+	[ -z "${2:-}" ] || kill "$server" 2>/dev/null || true
+	wait "$server" || rc=$?
+	sed 's/^/  server: /' "$1"
+	return "$rc"
+}

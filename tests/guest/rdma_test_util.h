@@ -6,7 +6,11 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include <poll.h>
+
 #include <cerrno>
+#include <chrono>
+#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -52,6 +56,41 @@ inline rdma_conn_param conn_param()
 	p.initiator_depth = 4;
 	p.retry_count = 7;
 	return p;
+}
+
+// Prints "TOOL WHAT: FAIL: message" and exits with status 1.
+[[noreturn]] inline void vfail(const char *tool, const char *what, const char *fmt,
+			       va_list ap)
+{
+	char msg[512];
+	std::vsnprintf(msg, sizeof(msg), fmt, ap);
+	std::printf("%s %s: FAIL: %s\n", tool, what, msg);
+	std::fflush(stdout);
+	std::exit(1);
+}
+
+// Waits up to TIMEOUT_MS for the connection of ID (with its own event
+// channel) to end; false on timeout.
+inline bool wait_disconnect(rdma_cm_id *id, int timeout_ms)
+{
+	using clock = std::chrono::steady_clock;
+	pollfd pfd{id->channel->fd, POLLIN, 0};
+	const auto until = clock::now() + std::chrono::milliseconds(timeout_ms);
+	for (;;) {
+		const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+					  until - clock::now())
+					  .count();
+		if (left <= 0 || poll(&pfd, 1, static_cast<int>(left)) <= 0)
+			return false;
+		rdma_cm_event *ev = nullptr;
+		if (rdma_get_cm_event(id->channel, &ev))
+			die("rdma_get_cm_event");
+		const bool done = ev->event == RDMA_CM_EVENT_DISCONNECTED ||
+				  ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL;
+		rdma_ack_cm_event(ev);
+		if (done)
+			return true;
+	}
 }
 
 } // namespace xiw_test

@@ -20,6 +20,7 @@
 
 #include <gtest/gtest.h>
 
+#include <infiniband/xiwdv.h>
 #include <rdma/xiw-abi.h>
 
 #include "opcodes.h"
@@ -154,6 +155,8 @@ static_assert(XIW_RING_ENTRIES_OFFSET % alignof(xiw_sqe) == 0);
 static_assert(offsetof(xiw_ring_ctrl, producer) == 0);
 static_assert(offsetof(xiw_ring_ctrl, consumer) == 64);
 static_assert(offsetof(xiw_ring_ctrl, notify) == 128);
+static_assert(offsetof(xiw_ring_ctrl, conn_flags) == 132);
+static_assert(offsetof(xiw_cqe, imm_high) == 24);
 static_assert(sizeof(xiw_uresp_alloc_ctx) == 8);
 static_assert(sizeof(xiw_uresp_create_cq) == 16);
 static_assert(sizeof(xiw_uresp_create_qp) == 32);
@@ -171,6 +174,7 @@ TEST(RdmaCoreAbi, FactsMatchMeasuredValues)
 	EXPECT_EQ(XIW_RC_SIZEOF_VERBS_QP, 368);
 	EXPECT_EQ(XIW_RC_SIZEOF_VERBS_CQ, 288);
 	EXPECT_EQ(XIW_RC_OPIDX_reg_mr * sizeof(void *), 544u);
+	EXPECT_EQ(XIW_RC_VERBS_QP_EX, 2);
 }
 
 // ---- completion conversion -------------------------------------------------
@@ -221,6 +225,58 @@ TEST(CqeToWc, InvalidateAndErrors)
 	cqe.status = 200; // unknown status
 	xiw::cqe_to_wc(cqe, wc);
 	EXPECT_EQ(wc.status, IBV_WC_GENERAL_ERR);
+}
+
+// A verbs imm_data crosses the wire as a 64-bit value and comes back out of
+// the receiver's completion unchanged; xiwdv_wc_imm64() sees all 64 bits.
+TEST(CqeToWc, ImmediateRoundTrip)
+{
+	const unsigned char sent[4] = {0xde, 0xad, 0xbe, 0xef};
+	__be32 imm_data;
+	std::memcpy(&imm_data, sent, 4);
+	const std::uint64_t wire = xiw::imm64_of(imm_data);
+	EXPECT_EQ(wire, 0xdeadbeefull);
+
+	xiw_cqe cqe{};
+	cqe.opcode = XIW_WC_RECV;
+	cqe.flags = XIW_CQE_WITH_IMM;
+	cqe.imm_or_inv = static_cast<std::uint32_t>(wire);
+	cqe.imm_high = static_cast<std::uint32_t>(wire >> 32);
+	ibv_wc wc;
+	xiw::cqe_to_wc(cqe, wc);
+	EXPECT_EQ(std::memcmp(&wc.imm_data, sent, 4), 0);
+	EXPECT_EQ(xiwdv_wc_imm64(&wc), wire);
+
+	cqe.imm_high = 0x01234567;
+	xiw::cqe_to_wc(cqe, wc);
+	EXPECT_EQ(xiwdv_wc_imm64(&wc), 0x01234567deadbeefull);
+}
+
+TEST(WrOpcode, ExtensionsNeedNegotiation)
+{
+	using xiw::wr_opcode;
+	for (auto op : {wr_opcode::send, wr_opcode::send_with_inv, wr_opcode::rdma_write,
+			wr_opcode::rdma_read})
+		EXPECT_FALSE(xiw::needs_extensions(op));
+	for (auto op : {wr_opcode::send_with_imm, wr_opcode::rdma_write_with_imm,
+			wr_opcode::atomic_fetch_add, wr_opcode::atomic_cmp_swap,
+			wr_opcode::masked_fetch_add, wr_opcode::masked_cmp_swap,
+			wr_opcode::immediate_data, wr_opcode::atomic_write})
+		EXPECT_TRUE(xiw::needs_extensions(op));
+	EXPECT_FALSE(xiw::kernel_executes(wr_opcode::atomic_write));
+}
+
+// The verbs atomics are the masked ones with neutral masks (RFC 7306 §5.1).
+TEST(WrOpcode, VerbsAtomicsUseNeutralMasks)
+{
+	const auto faa = xiw::fetch_add_operands(5);
+	EXPECT_EQ(faa.compare_or_add, 5u);
+	EXPECT_EQ(faa.swap_or_boundary_mask, 0u); // one 64-bit field
+	const auto cas = xiw::cmp_swap_operands(1, 2);
+	EXPECT_EQ(cas.compare_or_add, 1u);
+	EXPECT_EQ(cas.swap, 2u);
+	EXPECT_EQ(cas.compare_mask, ~std::uint64_t{0});
+	EXPECT_EQ(cas.swap_or_boundary_mask, ~std::uint64_t{0});
 }
 
 TEST(WrOpcode, UnsupportedOpcodesAreRejected)

@@ -62,9 +62,11 @@ struct xiw_sge {
 
 /*
  * Send queue entry, 256 bytes.  operand[] holds per-opcode values:
- *   atomics:        [0] compare or add, [1] swap, [2] compare mask,
- *                   [3] swap (or field boundary) mask
- *   immediate data: [0] the 64-bit immediate
+ *   atomics:        [0] compare (CmpSwap) or add data (FetchAdd),
+ *                   [1] swap data, [2] compare mask,
+ *                   [3] swap mask (CmpSwap) or field boundary mask
+ *                   (FetchAdd), all host order, as RFC 7306 §5.1 uses them
+ *   immediate data: [0] the 64-bit immediate (with Write, Send or alone)
  *   flush:          [0] length, [1] placement type | level << 8
  *   atomic write:   [0] the value
  *   verify:         [0] length, [1] hash algorithm, [2..3] expected hash
@@ -149,13 +151,24 @@ enum xiw_cq_notify {
 	XIW_CQ_NOTIFY_NEXT = 2,
 };
 
+/*
+ * xiw_ring_ctrl.conn_flags of a send queue: what the connection the QP is
+ * bound to negotiated.  Written by the kernel before the QP enters RTS, so
+ * a consumer that saw the connection established sees them too.
+ */
+enum xiw_conn_flags {
+	/* The peer speaks the RDMAP extensions (MPA Res bit, see wire.h). */
+	XIW_CONN_EXTENSIONS = 1 << 0,
+};
+
 struct xiw_ring_ctrl {
 	__u32 producer;
 	__u32 reserved0[15];
 	__u32 consumer;
 	__u32 reserved1[15];
 	__u32 notify;
-	__u32 reserved2[15];
+	__u32 conn_flags;	/* send queue only: enum xiw_conn_flags */
+	__u32 reserved2[14];
 };
 
 /* Byte offset of entry 0 in every shared queue mapping. */
