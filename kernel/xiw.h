@@ -131,20 +131,30 @@ struct xiw_orq_entry {
 };
 
 /*
- * An inbound RDMA Read or Atomic Request being answered (responder, IRD).
- * Atomics are executed when they are delivered; the entry holds the result
- * until the response goes out in request order (RFC 7306 §5.2.2 rule 8).
+ * An inbound request on QN 1 - RDMA Read, Atomic, Flush, Verify or Atomic
+ * Write - being answered (responder, IRD).  It is checked when it
+ * arrives, executed by the transmit path when its turn comes and answered
+ * right away, so all of them run strictly in the order they arrived (RFC
+ * 7306 §5.2.2 rule 8, draft-talpey §4) and after every earlier Write.
  */
 struct xiw_irq_entry {
-	u8 opcode;			/* XIW_OP_READ_REQ, XIW_OP_ATOMIC_REQ */
-	struct xiw_mr *mr;		/* NULL for a zero-length read */
-	u64 src_to;
-	u64 sink_to;
+	u8 opcode;			/* of the request */
+	struct xiw_mr *mr;		/* the target, NULL for none */
+	u64 to;				/* target (Read: source) address */
+	u32 len;			/* target length */
+	u32 sent;			/* Read Response bytes framed */
+	u64 sink_to;			/* Read: the requester's buffer */
 	u32 sink_stag;
-	u32 len;
-	u32 sent;
-	u32 req_id;			/* atomics: Request Identifier */
-	u64 orig;			/* atomics: Original Remote Data Value */
+	u32 req_id;			/* Atomic Request Identifier */
+	union {
+		struct xiw_rdmap_atomic_req atomic;	/* as received */
+		u32 flush_flags;			/* XIW_FLUSH_P/G/R */
+		u64 value;				/* Atomic Write */
+		struct {
+			u8 len;				/* 0: none given */
+			u8 bytes[XIW_VERIFY_MAX_HASH];
+		} expected;				/* Verify */
+	};
 };
 
 /* A Terminate to send (RFC 5040 §4.8) and the header it quotes. */
@@ -211,7 +221,8 @@ struct xiw_qp_rx {
 	u32 orq_head, orq_tail;
 	bool rtr_expected;		/* passive side of RFC 6581 P2P */
 	bool failed;			/* stop parsing: stream is broken */
-	u8 term_tail[sizeof(struct xiw_rdmap_terminate) - 4];
+	/* The variable tail of a Terminate, Verify Request or Response. */
+	u8 tail[sizeof(struct xiw_rdmap_terminate) - 4];
 };
 
 struct xiw_qp {
@@ -247,6 +258,9 @@ struct xiw_mr {
 	u64 length;
 	int access;
 	u32 ext_access;			/* enum xiw_mr_ext_access */
+	struct file *file;		/* flush to persistence: the mapped file */
+	loff_t file_offset;		/* of iova in it */
+	struct crypto_shash *verify_tfm;	/* Verify: the hash chosen */
 	refcount_t refs;		/* the table's plus the data path's */
 	struct completion released;
 	struct rcu_head rcu;
@@ -376,6 +390,12 @@ void xiw_mr_copy_from(struct xiw_mr *mr, u64 addr, void *dst, size_t len);
 void xiw_mr_copy_to(struct xiw_mr *mr, u64 addr, const void *src, size_t len);
 u64 xiw_mr_atomic(struct xiw_mr *mr, u64 addr, unsigned int aopcode,
 		  const struct xiw_rdmap_atomic_req *req);
+void xiw_mr_store64(struct xiw_mr *mr, u64 addr, u64 value);
+int xiw_mr_flush(struct xiw_mr *mr, u64 addr, u64 len, u32 flags);
+int xiw_mr_hash(struct xiw_mr *mr, u64 addr, u32 len, u8 *out);
+struct xiw_mr *xiw_mr_get_region(struct xiw_device *xdev, struct ib_pd *pd,
+				 u32 stag, int access,
+				 enum xiw_access_error *why);
 int xiw_mr_copy_from_skb(struct xiw_mr *mr, u64 addr,
 			 const struct sk_buff *skb, int offset, size_t len,
 			 u32 *crc);

@@ -10,9 +10,14 @@
  */
 #include <linux/atomic.h>
 #include <linux/crc32c.h>
+#include <linux/file.h>
+#include <linux/fs.h>
 #include <linux/highmem.h>
+#include <linux/mm.h>
 #include <linux/random.h>
+#include <linux/shmem_fs.h>
 #include <linux/skbuff.h>
+#include <crypto/hash.h>
 
 #include <xiw/atomic_ops.h>
 
@@ -52,21 +57,32 @@ static void xiw_mr_remove(struct xiw_device *xdev, struct xiw_mr *mr)
 	atomic_dec(&xdev->num_mr);
 }
 
+static void xiw_mr_put_ext_access(struct xiw_mr *mr)
+{
+	if (mr->file)
+		fput(mr->file);
+	if (mr->verify_tfm)
+		crypto_free_shash(mr->verify_tfm);
+	mr->file = NULL;
+	mr->verify_tfm = NULL;
+}
+
 static void xiw_mr_free(struct xiw_mr *mr)
 {
+	xiw_mr_put_ext_access(mr);
 	kvfree(mr->pages);
 	/* A lookup may still be looking at it under RCU (xiw_mr_get). */
 	kfree_rcu(mr, rcu);
 }
 
 /*
- * Looks up the registration named by @stag for an access of @len bytes at
- * @addr with @access rights on behalf of a QP of @pd, and takes a
+ * Looks up the registration named by @stag for an access with @access
+ * rights on behalf of a QP of @pd, whatever the range, and takes a
  * reference on it.  On failure returns NULL and says why.
  */
-struct xiw_mr *xiw_mr_get(struct xiw_device *xdev, struct ib_pd *pd, u32 stag,
-			  u64 addr, u64 len, int access,
-			  enum xiw_access_error *why)
+struct xiw_mr *xiw_mr_get_region(struct xiw_device *xdev, struct ib_pd *pd,
+				 u32 stag, int access,
+				 enum xiw_access_error *why)
 {
 	struct xiw_mr *mr;
 
@@ -83,14 +99,26 @@ struct xiw_mr *xiw_mr_get(struct xiw_device *xdev, struct ib_pd *pd, u32 stag,
 		*why = XIW_ACCESS_WRONG_PD;
 	else if ((mr->access & access) != access)
 		*why = XIW_ACCESS_RIGHTS;
-	else if (addr < mr->iova || len > mr->length ||
-		 addr - mr->iova > mr->length - len)
-		*why = XIW_ACCESS_BOUNDS;
 	else
 		return mr;
-
 	xiw_mr_put(mr);
 	return NULL;
+}
+
+/* The same for @len bytes at @addr, which must lie in the region. */
+struct xiw_mr *xiw_mr_get(struct xiw_device *xdev, struct ib_pd *pd, u32 stag,
+			  u64 addr, u64 len, int access,
+			  enum xiw_access_error *why)
+{
+	struct xiw_mr *mr = xiw_mr_get_region(xdev, pd, stag, access, why);
+
+	if (mr && (addr < mr->iova || len > mr->length ||
+		   addr - mr->iova > mr->length - len)) {
+		xiw_mr_put(mr);
+		*why = XIW_ACCESS_BOUNDS;
+		return NULL;
+	}
+	return mr;
 }
 
 void xiw_mr_put(struct xiw_mr *mr)
@@ -205,6 +233,79 @@ u64 xiw_mr_atomic(struct xiw_mr *mr, u64 addr, unsigned int aopcode,
 	return x.orig;
 }
 
+static int xiw_piece_store64(void *kaddr, size_t n, void *arg)
+{
+	/* draft-talpey §4.3: one 64-bit store, never seen half done. */
+	WRITE_ONCE(*(u64 *)kaddr, *(u64 *)arg);
+	return 0;
+}
+
+/* Atomic Write of @value to the 8-byte aligned word at @addr of @mr. */
+void xiw_mr_store64(struct xiw_mr *mr, u64 addr, u64 value)
+{
+	xiw_mr_walk(mr, addr, sizeof(value), xiw_piece_store64, &value);
+}
+
+/*
+ * RDMA Flush (draft-talpey §4.1) of [addr, addr + len) of @mr, or of the
+ * whole region with XIW_FLUSH_R, to global visibility and/or persistence;
+ * process context.
+ */
+int xiw_mr_flush(struct xiw_mr *mr, u64 addr, u64 len, u32 flags)
+{
+	u64 first, last;
+
+	/*
+	 * Placement is done by CPU stores: once they are ordered before
+	 * whatever follows, every agent of the platform sees them.
+	 */
+	smp_mb();
+	if (!(flags & XIW_FLUSH_P))
+		return 0;
+	if (flags & XIW_FLUSH_R) {
+		addr = mr->iova;
+		len = mr->length;
+	}
+	if (!len)
+		return 0;
+	/*
+	 * The placement wrote into the file's pages through kernel
+	 * mappings, so the page cache does not know they changed: mark them
+	 * dirty, then write them back and wait (fdatasync of the range).
+	 */
+	first = (addr - mr->iova + mr->first_page_offset) >> PAGE_SHIFT;
+	last = (addr - mr->iova + mr->first_page_offset + len - 1) >> PAGE_SHIFT;
+	for (; first <= last; first++)
+		set_page_dirty_lock(mr->pages[first]);
+	return vfs_fsync_range(mr->file, mr->file_offset + (addr - mr->iova),
+			       mr->file_offset + (addr - mr->iova) + len - 1, 1);
+}
+
+static int xiw_piece_hash(void *kaddr, size_t n, void *arg)
+{
+	return crypto_shash_update(arg, kaddr, n);
+}
+
+/*
+ * RDMA Verify (draft-talpey §4.2): the hash chosen at registration over
+ * [addr, addr + len) of @mr, read from the memory itself, into @out
+ * (crypto_shash_digestsize() bytes).
+ */
+int xiw_mr_hash(struct xiw_mr *mr, u64 addr, u32 len, u8 *out)
+{
+	SHASH_DESC_ON_STACK(desc, mr->verify_tfm);
+	int err;
+
+	desc->tfm = mr->verify_tfm;
+	err = crypto_shash_init(desc);
+	if (!err && len)
+		err = xiw_mr_walk(mr, addr, len, xiw_piece_hash, desc);
+	if (!err)
+		err = crypto_shash_final(desc, out);
+	shash_desc_zero(desc);
+	return err;
+}
+
 struct xiw_skb_source {
 	const struct sk_buff *skb;
 	int offset;
@@ -259,6 +360,64 @@ struct ib_mr *xiw_get_dma_mr(struct ib_pd *ibpd, int access)
 	return &mr->ibmr;
 }
 
+/* The xiw rights of a registration request, before anything is pinned. */
+static int xiw_mr_check_ext_access(const struct xiw_ureq_reg_mr *req)
+{
+	const u32 known = XIW_ACCESS_FLUSH_GLOBAL | XIW_ACCESS_FLUSH_PERSISTENT |
+			  XIW_ACCESS_VERIFY;
+	bool verify = req->ext_access & XIW_ACCESS_VERIFY;
+	bool hash = req->verify_hash != XIW_VERIFY_NONE;
+
+	if (req->ext_access & ~known)
+		return -EINVAL;
+	/* A Verify right names exactly one algorithm. */
+	if (verify != hash || req->verify_hash > XIW_VERIFY_SHA256)
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * Flush to persistence needs a file behind the whole region, to write it
+ * back: one shared mapping of a file that can be synced (anonymous memory
+ * and tmpfs cannot be made persistent).  Verify needs its hash.
+ */
+static int xiw_mr_set_ext_access(struct xiw_mr *mr,
+				 const struct xiw_ureq_reg_mr *req, u64 start)
+{
+	struct vm_area_struct *vma;
+	int err = 0;
+
+	mr->ext_access = req->ext_access;
+	if (req->ext_access & XIW_ACCESS_FLUSH_PERSISTENT) {
+		mmap_read_lock(current->mm);
+		vma = vma_lookup(current->mm, start);
+		/* tmpfs and shared anonymous memory live in RAM only. */
+		if (vma && vma->vm_file && vma->vm_flags & VM_SHARED &&
+		    !shmem_file(vma->vm_file) && vma->vm_file->f_op->fsync &&
+		    mr->length <= vma->vm_end - start) {
+			mr->file = get_file(vma->vm_file);
+			mr->file_offset = ((loff_t)vma->vm_pgoff << PAGE_SHIFT) +
+					  (start - vma->vm_start);
+		} else {
+			err = -EOPNOTSUPP;
+		}
+		mmap_read_unlock(current->mm);
+		if (err)
+			return err;
+	}
+	if (req->ext_access & XIW_ACCESS_VERIFY) {
+		const char *alg = req->verify_hash == XIW_VERIFY_CRC32C ?
+				  "crc32c" : "sha256";
+
+		mr->verify_tfm = crypto_alloc_shash(alg, 0, 0);
+		if (IS_ERR(mr->verify_tfm)) {
+			err = PTR_ERR(mr->verify_tfm);
+			mr->verify_tfm = NULL;
+		}
+	}
+	return err;
+}
+
 static int xiw_mr_collect_pages(struct xiw_mr *mr)
 {
 	struct sg_page_iter iter;
@@ -291,9 +450,9 @@ struct ib_mr *xiw_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 		if (err)
 			return ERR_PTR(err);
 	}
-	/* Flush and Verify rights need the memory placement extensions. */
-	if (req.ext_access || req.verify_hash)
-		return ERR_PTR(-EOPNOTSUPP);
+	err = xiw_mr_check_ext_access(&req);
+	if (err)
+		return ERR_PTR(err);
 
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
 	if (!mr)
@@ -310,6 +469,9 @@ struct ib_mr *xiw_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	mr->iova = iova;
 	mr->length = length;
 	mr->access = access;
+	err = xiw_mr_set_ext_access(mr, &req, start);
+	if (err)
+		goto err_release;
 	err = xiw_mr_insert(xdev, mr);
 	if (err)
 		goto err_release;
@@ -329,6 +491,7 @@ err_remove:
 	xiw_mr_free(mr);
 	return ERR_PTR(err);
 err_release:
+	xiw_mr_put_ext_access(mr);
 	ib_umem_release(mr->umem);
 	kvfree(mr->pages);
 	kfree(mr);

@@ -11,12 +11,13 @@
  */
 #include <linux/crc32c.h>
 #include <linux/skbuff.h>
+#include <crypto/hash.h>
 #include <net/tcp.h>
 
 #include "xiw.h"
 
-/* Room for the optional copies of a Terminate (RFC 5040 §4.8). */
-#define XIW_TERM_TAIL_MAX sizeof(((struct xiw_qp_rx *)NULL)->term_tail)
+/* Room for the variable tail of a header-only message. */
+#define XIW_TAIL_MAX sizeof(((struct xiw_qp_rx *)NULL)->tail)
 
 static struct xiw_ring_ctrl *xiw_rq_ctrl(struct xiw_qp *qp)
 {
@@ -261,74 +262,105 @@ static void xiw_rx_fail_remote_protection(struct xiw_qp *qp,
 }
 
 /* A QN 1 request needs an IRD entry (RFC 5040 §6.5, RFC 7306 §5.2). */
-static struct xiw_irq_entry *xiw_rx_irq_entry(struct xiw_qp *qp)
+static bool xiw_rx_irq_room(struct xiw_qp *qp)
 {
 	struct xiw_qp_tx *tx = &qp->tx;
 
 	if (tx->irq_tail - tx->irq_head >= max_t(u8, qp->ird, 1)) {
 		xiw_rx_fail(qp, XIW_TERM_LAYER_DDP, XIW_DDP_ETYPE_UNTAGGED,
 			    XIW_DDP_ECODE_UT_INVALID_MSN_NOBUF);
-		return NULL;
+		return false;
 	}
-	return &tx->irq[tx->irq_tail % XIW_MAX_IRD];
+	return true;
+}
+
+/* Queues a checked request for the transmit path, which executes it. */
+static void xiw_rx_queue_request(struct xiw_qp *qp,
+				 const struct xiw_irq_entry *request)
+{
+	qp->tx.irq[qp->tx.irq_tail++ % XIW_MAX_IRD] = *request;
+	xiw_qp_tx_kick(qp);
 }
 
 /* RDMA Read Request (RFC 5040 §5.2): queued for the transmit path. */
 static void xiw_rx_read_request(struct xiw_qp *qp)
 {
-	struct xiw_qp_rx *rx = &qp->rx;
-	const struct xiw_rdmap_read_req *r = &rx->hdr.rreq.rreq;
-	u32 len = be32_to_cpu(r->read_size);
-	u64 src_to = xiw_get_be64(&r->src_to);
+	const struct xiw_rdmap_read_req *r = &qp->rx.hdr.rreq.rreq;
+	struct xiw_irq_entry e = {
+		.opcode = XIW_OP_READ_REQ,
+		.to = xiw_get_be64(&r->src_to),
+		.len = be32_to_cpu(r->read_size),
+		.sink_stag = be32_to_cpu(r->sink_stag),
+		.sink_to = xiw_get_be64(&r->sink_to),
+	};
 	enum xiw_access_error why;
-	struct xiw_irq_entry *e;
-	struct xiw_mr *mr = NULL;
 
-	e = xiw_rx_irq_entry(qp);
-	if (!e)
+	if (!xiw_rx_irq_room(qp))
 		return;
-	if (len) {
+	if (e.len) {
 		/* Rights checked on the STag only, as for RDMA Write. */
-		mr = xiw_mr_get(to_xiw_dev(qp->ibqp.device), qp->ibqp.pd,
-				be32_to_cpu(r->src_stag), src_to, len,
-				IB_ACCESS_REMOTE_READ, &why);
-		if (!mr) {
+		e.mr = xiw_mr_get(to_xiw_dev(qp->ibqp.device), qp->ibqp.pd,
+				  be32_to_cpu(r->src_stag), e.to, e.len,
+				  IB_ACCESS_REMOTE_READ, &why);
+		if (!e.mr) {
 			xiw_rx_fail_remote_protection(qp, why);
 			return;
 		}
-	}
-	*e = (struct xiw_irq_entry){
-		.opcode = XIW_OP_READ_REQ,
-		.mr = mr,
-		.src_to = src_to,
-		.sink_stag = be32_to_cpu(r->sink_stag),
-		.sink_to = xiw_get_be64(&r->sink_to),
-		.len = len,
-	};
-	qp->tx.irq_tail++;
-	if (!len)
+	} else {
 		xiw_rx_rtr_seen(qp, XIW_OP_READ_REQ);
-	xiw_qp_tx_kick(qp);
+	}
+	xiw_rx_queue_request(qp, &e);
 }
 
 /*
- * Atomic Request (RFC 7306 §5.2.1), delivered: executed now, in the order
- * requests arrive (rule 7), its response queued behind the earlier ones.
- * Every check comes before memory is touched, so a refused request
- * changes nothing.
+ * Looks up the target of a Flush, Verify or Atomic Write with the verbs
+ * rights @access and the xiw rights @ext_access; the whole region for
+ * @whole.  Fails the stream with the Terminate of draft-talpey §4.4 (RFC
+ * 5040 §7 codes) if it cannot be used.
+ */
+static struct xiw_mr *xiw_rx_target(struct xiw_qp *qp, u32 stag, u64 to,
+				    u32 len, bool whole, int access,
+				    u32 ext_access)
+{
+	struct xiw_device *xdev = to_xiw_dev(qp->ibqp.device);
+	enum xiw_access_error why;
+	struct xiw_mr *mr;
+
+	mr = whole ? xiw_mr_get_region(xdev, qp->ibqp.pd, stag, access, &why) :
+		     xiw_mr_get(xdev, qp->ibqp.pd, stag, to, len, access, &why);
+	if (mr && (mr->ext_access & ext_access) != ext_access) {
+		xiw_mr_put(mr);
+		mr = NULL;
+		why = XIW_ACCESS_RIGHTS;
+	}
+	if (!mr)
+		xiw_rx_fail_remote_protection(qp, why);
+	return mr;
+}
+
+static void xiw_rx_fail_remote_operation(struct xiw_qp *qp)
+{
+	xiw_rx_fail(qp, XIW_TERM_LAYER_RDMAP, XIW_RDMAP_ETYPE_REMOTE_OPERATION,
+		    XIW_RDMAP_ECODE_CATASTROPHIC_STREAM);
+}
+
+/*
+ * Atomic Request (RFC 7306 §5.2.1), delivered.  Every check comes now,
+ * before memory is touched, so a refused request changes nothing.
  */
 static void xiw_rx_atomic_request(struct xiw_qp *qp)
 {
 	const struct xiw_rdmap_atomic_req *r = &qp->rx.hdr.atomic_req.atomic;
 	unsigned int aopcode = be32_to_cpu(r->aopcode) & XIW_AOP_MASK;
-	u64 to = xiw_get_be64(&r->to);
+	struct xiw_irq_entry e = {
+		.opcode = XIW_OP_ATOMIC_REQ,
+		.to = xiw_get_be64(&r->to),
+		.req_id = be32_to_cpu(r->req_id),
+		.atomic = *r,
+	};
 	enum xiw_access_error why;
-	struct xiw_irq_entry *e;
-	struct xiw_mr *mr;
-	u64 orig;
 
-	e = xiw_rx_irq_entry(qp);
-	if (!e)
+	if (!xiw_rx_irq_room(qp))
 		return;
 	/* Rule 4: an AOpCode we do not implement is an error. */
 	if (aopcode != XIW_AOP_FETCH_ADD && aopcode != XIW_AOP_CMP_SWAP) {
@@ -337,28 +369,95 @@ static void xiw_rx_atomic_request(struct xiw_qp *qp)
 			    XIW_RDMAP_ECODE_UNEXPECTED_OPCODE);
 		return;
 	}
-	if (to & (sizeof(u64) - 1)) {
+	if (e.to & (sizeof(u64) - 1)) {
 		xiw_rx_fail(qp, XIW_TERM_LAYER_RDMAP,
 			    XIW_TERM_ATOMIC_MISALIGNED_ETYPE,
 			    XIW_TERM_ATOMIC_MISALIGNED_ECODE);
 		return;
 	}
-	mr = xiw_mr_get(to_xiw_dev(qp->ibqp.device), qp->ibqp.pd,
-			be32_to_cpu(r->stag), to, sizeof(u64),
-			IB_ACCESS_REMOTE_ATOMIC, &why);
-	if (!mr) {
+	e.mr = xiw_mr_get(to_xiw_dev(qp->ibqp.device), qp->ibqp.pd,
+			  be32_to_cpu(r->stag), e.to, sizeof(u64),
+			  IB_ACCESS_REMOTE_ATOMIC, &why);
+	if (!e.mr) {
 		xiw_rx_fail_remote_protection(qp, why);
 		return;
 	}
-	orig = xiw_mr_atomic(mr, to, aopcode, r);
-	xiw_mr_put(mr);
-	*e = (struct xiw_irq_entry){
-		.opcode = XIW_OP_ATOMIC_REQ,
-		.req_id = be32_to_cpu(r->req_id),
-		.orig = orig,
+	xiw_rx_queue_request(qp, &e);
+}
+
+/* RDMA Flush Request (draft-talpey §4.1.1). */
+static void xiw_rx_flush_request(struct xiw_qp *qp)
+{
+	const struct xiw_rdmap_flush_req *r = &qp->rx.hdr.flush_req.flush;
+	struct xiw_irq_entry e = {
+		.opcode = XIW_OP_FLUSH_REQ,
+		.to = xiw_get_be64(&r->sink_to),
+		.len = be32_to_cpu(r->sink_len),
+		.flush_flags = be32_to_cpu(r->flags) & XIW_FLUSH_FLAGS_MASK,
 	};
-	qp->tx.irq_tail++;
-	xiw_qp_tx_kick(qp);
+	u32 rights = (e.flush_flags & XIW_FLUSH_P ?
+		      XIW_ACCESS_FLUSH_PERSISTENT : 0) |
+		     (e.flush_flags & XIW_FLUSH_G ? XIW_ACCESS_FLUSH_GLOBAL : 0);
+
+	if (!xiw_rx_irq_room(qp))
+		return;
+	e.mr = xiw_rx_target(qp, be32_to_cpu(r->sink_stag), e.to, e.len,
+			     e.flush_flags & XIW_FLUSH_R, 0, rights);
+	if (e.mr)
+		xiw_rx_queue_request(qp, &e);
+}
+
+/* RDMA Verify Request (draft-talpey §4.2.1); the expected hash is in tail. */
+static void xiw_rx_verify_request(struct xiw_qp *qp)
+{
+	const struct xiw_rdmap_verify_req *r = &qp->rx.hdr.verify_req.verify;
+	struct xiw_irq_entry e = {
+		.opcode = XIW_OP_VERIFY_REQ,
+		.to = xiw_get_be64(&r->sink_to),
+		.len = be32_to_cpu(r->sink_len),
+	};
+	u32 given = qp->rx.payload_len;
+
+	if (!xiw_rx_irq_room(qp))
+		return;
+	e.mr = xiw_rx_target(qp, be32_to_cpu(r->sink_stag), e.to, e.len, false,
+			     0, XIW_ACCESS_VERIFY);
+	if (!e.mr)
+		return;
+	/* An expected hash is the size of the region's algorithm's. */
+	if (given && given != crypto_shash_digestsize(e.mr->verify_tfm)) {
+		xiw_mr_put(e.mr);
+		xiw_rx_fail_remote_operation(qp);
+		return;
+	}
+	e.expected.len = given;
+	memcpy(e.expected.bytes, qp->rx.tail, given);
+	xiw_rx_queue_request(qp, &e);
+}
+
+/* Atomic Write Request (draft-talpey §4.3.1). */
+static void xiw_rx_atomic_write_request(struct xiw_qp *qp)
+{
+	const struct xiw_rdmap_atomic_write_req *r =
+		&qp->rx.hdr.awrite_req.awrite;
+	struct xiw_irq_entry e = {
+		.opcode = XIW_OP_ATOMIC_WRITE_REQ,
+		.to = xiw_get_be64(&r->sink_to),
+		.len = be32_to_cpu(r->sink_len),
+		.value = xiw_get_be64(&r->data),
+	};
+
+	if (!xiw_rx_irq_room(qp))
+		return;
+	/* §4.3.2: 8 bytes, 64-bit aligned, or nothing is written. */
+	if (e.len != XIW_ATOMIC_WRITE_LEN || e.to & (sizeof(u64) - 1)) {
+		xiw_rx_fail_remote_operation(qp);
+		return;
+	}
+	e.mr = xiw_rx_target(qp, be32_to_cpu(r->sink_stag), e.to, e.len, false,
+			     IB_ACCESS_REMOTE_WRITE, 0);
+	if (e.mr)
+		xiw_rx_queue_request(qp, &e);
 }
 
 /* Takes the RQE a new Send message goes into and checks its SGEs. */
@@ -449,14 +548,21 @@ static bool xiw_rx_begin_send(struct xiw_qp *qp)
 	return true;
 }
 
-/* An Atomic Response must answer the oldest outstanding request. */
-static bool xiw_rx_begin_atomic_response(struct xiw_qp *qp)
+/*
+ * A response on QN 3 must answer the oldest outstanding request: of its
+ * kind, an Atomic Response with its Request Identifier.
+ */
+static bool xiw_rx_begin_response(struct xiw_qp *qp)
 {
 	struct xiw_qp_rx *rx = &qp->rx;
 	const struct xiw_orq_entry *e = &rx->orq[rx->orq_head % XIW_MAX_ORD];
+	const struct xiw_opcode_info *req;
 
-	if (rx->orq_head == rx->orq_tail || e->opcode != XIW_OP_ATOMIC_REQ ||
-	    be32_to_cpu(rx->hdr.atomic_resp.atomic.req_id) != e->req_id) {
+	req = rx->orq_head == rx->orq_tail ? NULL :
+	      xiw_opcode_lookup(XIW_RDMAP_RV1, e->opcode);
+	if (!req || req->resp_opcode != rx->op->opcode ||
+	    (e->opcode == XIW_OP_ATOMIC_REQ &&
+	     be32_to_cpu(rx->hdr.atomic_resp.atomic.req_id) != e->req_id)) {
 		xiw_rx_fail(qp, XIW_TERM_LAYER_RDMAP,
 			    XIW_RDMAP_ETYPE_REMOTE_OPERATION,
 			    XIW_RDMAP_ECODE_UNEXPECTED_OPCODE);
@@ -491,23 +597,25 @@ static bool xiw_rx_begin_fpdu(struct xiw_qp *qp)
 			    XIW_DDP_ECODE_UT_INVALID_MSN_RANGE);
 		return false;
 	}
+	/* Terminate copies, hashes: kept whole in rx.tail. */
+	if (rx->op->flags & XIW_OPF_VARLEN && rx->payload_len > XIW_TAIL_MAX) {
+		xiw_rx_fail(qp, XIW_TERM_LAYER_DDP, XIW_DDP_ETYPE_UNTAGGED,
+			    XIW_DDP_ECODE_UT_MSG_TOO_LONG);
+		return false;
+	}
+	if (rx->op->flags & XIW_OPF_RESPONSE)
+		return xiw_rx_begin_response(qp);
 	switch (rx->op->opcode) {
 	case XIW_OP_TERMINATE:
-		if (rx->payload_len > XIW_TERM_TAIL_MAX) {
-			xiw_rx_fail(qp, XIW_TERM_LAYER_DDP,
-				    XIW_DDP_ETYPE_UNTAGGED,
-				    XIW_DDP_ECODE_UT_MSG_TOO_LONG);
-			return false;
-		}
-		return true;
 	case XIW_OP_READ_REQ:
 	case XIW_OP_ATOMIC_REQ:
-		/* Executed once delivered: xiw_rx_end_fpdu(). */
+	case XIW_OP_FLUSH_REQ:
+	case XIW_OP_VERIFY_REQ:
+	case XIW_OP_ATOMIC_WRITE_REQ:
+		/* Requests are executed once delivered: xiw_rx_end_fpdu(). */
 		return true;
-	case XIW_OP_ATOMIC_RESP:
-		return xiw_rx_begin_atomic_response(qp);
 	default:
-		/* Flush, Verify, Atomic Write, Read V2: not implemented. */
+		/* Read V2 (draft-wood §6): not implemented. */
 		xiw_rx_fail(qp, XIW_TERM_LAYER_RDMAP,
 			    XIW_RDMAP_ETYPE_REMOTE_OPERATION,
 			    XIW_RDMAP_ECODE_UNEXPECTED_OPCODE);
@@ -607,18 +715,39 @@ static void xiw_rx_terminate(struct xiw_qp *qp)
 	spin_lock_bh(&qp->lock);
 }
 
-/* The Atomic Response for the oldest request: its original value. */
-static void xiw_rx_atomic_response(struct xiw_qp *qp)
+/*
+ * The response (QN 3) to the oldest outstanding request: an Atomic
+ * Response's original value or a Verify Response's hash goes to the
+ * request's local buffer (RFC 7306 §5.1: the value in the requester's own
+ * byte order), then the request completes.
+ */
+static void xiw_rx_response(struct xiw_qp *qp)
 	__must_hold(&qp->lock)
 {
 	struct xiw_qp_rx *rx = &qp->rx;
 	struct xiw_orq_entry *e = &rx->orq[rx->orq_head++ % XIW_MAX_ORD];
-	u64 orig = xiw_get_be64(&rx->hdr.atomic_resp.atomic.orig);
+	struct xiw_wqe *wqe = e->wqe;
+	u8 status = XIW_WC_SUCCESS;
+	u64 orig;
 
-	/* RFC 7306 §5.1: returned in the requester's own byte order. */
-	xiw_mr_copy_to(e->wqe->mr[0], e->sink_to, &orig, sizeof(orig));
+	switch (rx->op->opcode) {
+	case XIW_OP_ATOMIC_RESP:
+		orig = xiw_get_be64(&rx->hdr.atomic_resp.atomic.orig);
+		xiw_mr_copy_to(wqe->mr[0], e->sink_to, &orig, sizeof(orig));
+		break;
+	case XIW_OP_VERIFY_RESP:
+		wqe->bytes = rx->payload_len;
+		if (!wqe->mr[0] || wqe->sqe.sge[0].length < rx->payload_len)
+			status = XIW_WC_LOC_LEN_ERR;
+		else
+			xiw_mr_copy_to(wqe->mr[0], e->sink_to, rx->tail,
+				       rx->payload_len);
+		break;
+	default:
+		break;
+	}
 	spin_unlock_bh(&qp->lock);
-	xiw_qp_sq_complete_read(qp, e->wqe, XIW_WC_SUCCESS);
+	xiw_qp_sq_complete_read(qp, wqe, status);
 	spin_lock_bh(&qp->lock);
 }
 
@@ -694,9 +823,24 @@ static void xiw_rx_end_fpdu(struct xiw_qp *qp)
 		rx->msn[XIW_QN_READ_REQ]++;
 		xiw_rx_atomic_request(qp);
 		break;
+	case XIW_OP_FLUSH_REQ:
+		rx->msn[XIW_QN_READ_REQ]++;
+		xiw_rx_flush_request(qp);
+		break;
+	case XIW_OP_VERIFY_REQ:
+		rx->msn[XIW_QN_READ_REQ]++;
+		xiw_rx_verify_request(qp);
+		break;
+	case XIW_OP_ATOMIC_WRITE_REQ:
+		rx->msn[XIW_QN_READ_REQ]++;
+		xiw_rx_atomic_write_request(qp);
+		break;
 	case XIW_OP_ATOMIC_RESP:
+	case XIW_OP_FLUSH_RESP:
+	case XIW_OP_VERIFY_RESP:
+	case XIW_OP_ATOMIC_WRITE_RESP:
 		rx->msn[XIW_QN_RESPONSE]++;
-		xiw_rx_atomic_response(qp);
+		xiw_rx_response(qp);
 		break;
 	case XIW_OP_TERMINATE:
 		rx->msn[XIW_QN_TERMINATE]++;
@@ -726,14 +870,18 @@ static bool xiw_rx_place(struct xiw_qp *qp, struct sk_buff *skb, int off,
 		return !xiw_mr_copy_from_skb(e->wqe->mr[0],
 					     e->sink_to + e->placed + pos,
 					     skb, off, n, &rx->crc);
-	case XIW_OP_TERMINATE:
-		/* Kept for the record only: its control word is the header. */
-		if (skb_copy_bits(skb, off, rx->term_tail + pos, n))
-			return false;
-		rx->crc = crc32c(rx->crc, rx->term_tail + pos, n);
-		return true;
 	default:
 		break;
+	}
+	/*
+	 * A Terminate's copies (kept for the record only), a Verify's hash:
+	 * checked to fit when the segment began.
+	 */
+	if (rx->op->flags & XIW_OPF_VARLEN) {
+		if (skb_copy_bits(skb, off, rx->tail + pos, n))
+			return false;
+		rx->crc = crc32c(rx->crc, rx->tail + pos, n);
+		return true;
 	}
 	/* The Immediate Data segment of a Send (checked to be 8 octets). */
 	if (rx->op->flags & XIW_OPF_IMM_LAST &&

@@ -10,6 +10,7 @@
  * one call; what TCP does not take now goes when it signals write space.
  */
 #include <linux/crc32c.h>
+#include <crypto/hash.h>
 #include <linux/highmem.h>
 #include <linux/net.h>
 #include <linux/tcp.h>
@@ -133,6 +134,12 @@ static u8 xiw_wc_opcode_of(u8 wr_opcode)
 		return XIW_WC_MASKED_COMP_SWAP;
 	case XIW_WR_IMMEDIATE_DATA:
 		return XIW_WC_IMMEDIATE_DATA;
+	case XIW_WR_FLUSH:
+		return XIW_WC_FLUSH;
+	case XIW_WR_ATOMIC_WRITE:
+		return XIW_WC_ATOMIC_WRITE;
+	case XIW_WR_VERIFY:
+		return XIW_WC_VERIFY;
 	default:
 		return XIW_WC_SEND;
 	}
@@ -146,10 +153,18 @@ static bool xiw_wr_is_atomic(u8 wr_opcode)
 	       wr_opcode == XIW_WR_MASKED_CMP_SWAP;
 }
 
+/* The memory placement extensions of draft-talpey-rdma-commit. */
+static bool xiw_wr_is_placement(u8 wr_opcode)
+{
+	return wr_opcode == XIW_WR_FLUSH || wr_opcode == XIW_WR_VERIFY ||
+	       wr_opcode == XIW_WR_ATOMIC_WRITE;
+}
+
 /* Work that sends a request on QN 1 and completes on its response. */
 static bool xiw_wr_is_request(u8 wr_opcode)
 {
-	return wr_opcode == XIW_WR_RDMA_READ || xiw_wr_is_atomic(wr_opcode);
+	return wr_opcode == XIW_WR_RDMA_READ || xiw_wr_is_atomic(wr_opcode) ||
+	       xiw_wr_is_placement(wr_opcode);
 }
 
 static bool xiw_wr_has_imm(u8 wr_opcode)
@@ -214,6 +229,34 @@ void xiw_qp_sq_complete_read(struct xiw_qp *qp, struct xiw_wqe *wqe,
 	xiw_qp_tx_kick(qp);
 }
 
+/*
+ * The Flush Disposition Flags (draft-talpey §4.1.1) for the placement type
+ * and level of a flush work request, or -1 if they are not valid.
+ */
+static int xiw_flush_flags(u64 type_level)
+{
+	int flags;
+
+	switch (type_level & 0xff) {
+	case XIW_FLUSH_GLOBAL:
+		flags = XIW_FLUSH_G;
+		break;
+	case XIW_FLUSH_PERSISTENT:
+		flags = XIW_FLUSH_P;
+		break;
+	default:
+		return -1;
+	}
+	switch (type_level >> 8) {
+	case XIW_FLUSH_RANGE:
+		return flags;
+	case XIW_FLUSH_MR:
+		return flags | XIW_FLUSH_R;
+	default:
+		return -1;
+	}
+}
+
 static u8 xiw_access_error_status(enum xiw_access_error why)
 {
 	return why == XIW_ACCESS_RIGHTS ? XIW_WC_LOC_ACCESS_ERR :
@@ -262,6 +305,27 @@ static u8 xiw_wqe_prepare(struct xiw_qp *qp, struct xiw_wqe *wqe)
 			return XIW_WC_LOC_LEN_ERR;
 		access = IB_ACCESS_LOCAL_WRITE;
 		break;
+	case XIW_WR_FLUSH:
+		/* draft-talpey §4.1.1: a 32-bit Data Sink Length, no SGE. */
+		if (sqe->num_sge || sqe->flags & XIW_SQE_INLINE ||
+		    sqe->operand[0] > U32_MAX)
+			return XIW_WC_LOC_LEN_ERR;
+		if (xiw_flush_flags(sqe->operand[1]) < 0)
+			return XIW_WC_LOC_QP_OP_ERR;
+		break;
+	case XIW_WR_ATOMIC_WRITE:
+		if (sqe->num_sge || sqe->flags & XIW_SQE_INLINE)
+			return XIW_WC_LOC_LEN_ERR;
+		break;
+	case XIW_WR_VERIFY:
+		/* The hash comes back into SGE 0; SGE 1 is the expected one. */
+		if (!sqe->num_sge || sqe->num_sge > 2 ||
+		    sqe->flags & XIW_SQE_INLINE || sqe->operand[0] > U32_MAX ||
+		    (sqe->num_sge == 2 &&
+		     sqe->sge[1].length > XIW_VERIFY_MAX_HASH))
+			return XIW_WC_LOC_LEN_ERR;
+		access = IB_ACCESS_LOCAL_WRITE;
+		break;
 	default:
 		return XIW_WC_LOC_QP_OP_ERR;
 	}
@@ -269,8 +333,8 @@ static u8 xiw_wqe_prepare(struct xiw_qp *qp, struct xiw_wqe *wqe)
 	 * A peer that did not negotiate the extensions would terminate the
 	 * stream; the provider refuses these at post time already.
 	 */
-	if ((xiw_wr_is_atomic(sqe->opcode) || xiw_wr_has_imm(sqe->opcode)) &&
-	    !qp->conn.extensions)
+	if ((xiw_wr_is_atomic(sqe->opcode) || xiw_wr_has_imm(sqe->opcode) ||
+	     xiw_wr_is_placement(sqe->opcode)) && !qp->conn.extensions)
 		return XIW_WC_LOC_QP_OP_ERR;
 
 	if (sqe->flags & XIW_SQE_INLINE) {
@@ -288,8 +352,11 @@ static u8 xiw_wqe_prepare(struct xiw_qp *qp, struct xiw_wqe *wqe)
 		/* Zero-length SGEs name no memory (IBTA o10-2.1). */
 		if (!sge->length)
 			continue;
+		/* A Verify's expected hash (SGE 1) is only read. */
 		wqe->mr[i] = xiw_mr_get(xdev, qp->ibqp.pd, sge->lkey,
-					sge->addr, sge->length, access, &why);
+					sge->addr, sge->length,
+					i ? access & ~IB_ACCESS_LOCAL_WRITE :
+					    access, &why);
 		if (!wqe->mr[i])
 			return xiw_access_error_status(why);
 	}
@@ -497,15 +564,72 @@ static u32 xiw_tx_frame_atomic_request(struct xiw_qp *qp,
 }
 
 /*
- * Issues the current RDMA Read or Atomic: an ORD slot (RFC 5040 §6.5, RFC
- * 7306 §5.2: together no more than ORD outstanding), then the request.
- * False to retry later.
+ * Frames the Flush, Verify or Atomic Write Request of @wqe (draft-talpey
+ * §4.1.1, §4.2.1, §4.3.1); false if tx.buf has no room.  All three start
+ * with Data Sink STag, Length and Tagged Offset.
+ */
+static bool xiw_tx_frame_placement_request(struct xiw_qp *qp,
+					   struct xiw_wqe *wqe, u8 opcode)
+{
+	const struct xiw_sqe *sqe = &wqe->sqe;
+	u32 hash_len = sqe->opcode == XIW_WR_VERIFY && sqe->num_sge == 2 ?
+		       sqe->sge[1].length : 0;
+	u32 rdmap_len = xiw_opcode_lookup(XIW_RDMAP_RV1, opcode)->hdr_len;
+	u32 hdr_size = sizeof(struct xiw_ddp_untagged_hdr) + rdmap_len;
+	u32 ulpdu = hdr_size - XIW_MPA_HDR_LEN + hash_len;
+	union xiw_hdr *h = xiw_tx_frame_begin(qp, hdr_size, hash_len);
+	struct xiw_rdmap_flush_req *f;
+
+	if (!h)
+		return false;
+	xiw_ctrl_set(&h->ctrl, ulpdu, 0, 1, XIW_RDMAP_RV1, opcode);
+	xiw_untagged_set(&h->untagged, 0, XIW_QN_READ_REQ,
+			 ++qp->tx.msn[XIW_QN_READ_REQ], 0);
+	/* The common start, laid out as the Flush Request's. */
+	f = &h->flush_req.flush;
+	f->sink_stag = cpu_to_be32(sqe->rkey);
+	f->sink_len = cpu_to_be32(opcode == XIW_OP_ATOMIC_WRITE_REQ ?
+				  XIW_ATOMIC_WRITE_LEN : sqe->operand[0]);
+	xiw_put_be64(&f->sink_to, sqe->remote_addr);
+	if (opcode == XIW_OP_FLUSH_REQ)
+		f->flags = cpu_to_be32(xiw_flush_flags(sqe->operand[1]));
+	else if (opcode == XIW_OP_ATOMIC_WRITE_REQ)
+		xiw_put_be64(&h->awrite_req.awrite.data, sqe->operand[0]);
+	else if (hash_len)
+		xiw_mr_copy_from(wqe->mr[1], sqe->sge[1].addr,
+				 (u8 *)h + hdr_size, hash_len);
+	xiw_tx_frame_end(qp, (u8 *)h, ulpdu);
+	return true;
+}
+
+/* The RDMAP request a QN 1 work request sends. */
+static u8 xiw_request_opcode(u8 wr_opcode)
+{
+	switch (wr_opcode) {
+	case XIW_WR_RDMA_READ:
+		return XIW_OP_READ_REQ;
+	case XIW_WR_FLUSH:
+		return XIW_OP_FLUSH_REQ;
+	case XIW_WR_VERIFY:
+		return XIW_OP_VERIFY_REQ;
+	case XIW_WR_ATOMIC_WRITE:
+		return XIW_OP_ATOMIC_WRITE_REQ;
+	default:
+		return XIW_OP_ATOMIC_REQ;
+	}
+}
+
+/*
+ * Issues the current request on QN 1 - RDMA Read, Atomic, Flush, Verify or
+ * Atomic Write: an ORD slot (RFC 5040 §6.5; RFC 7306 §5.2 and draft-talpey
+ * §4: together no more than ORD outstanding), then the request.  False to
+ * retry later.
  */
 static bool xiw_tx_issue_request(struct xiw_qp *qp)
 {
 	struct xiw_wqe *wqe = qp->tx.cur;
 	const struct xiw_sqe *sqe = &wqe->sqe;
-	bool atomic = xiw_wr_is_atomic(sqe->opcode);
+	u8 opcode = xiw_request_opcode(sqe->opcode);
 	struct xiw_qp_rx *rx = &qp->rx;
 	u32 sink_stag = wqe->bytes ? sqe->sge[0].lkey : 0;
 	u64 sink_to = wqe->bytes ? sqe->sge[0].addr : 0;
@@ -515,18 +639,26 @@ static bool xiw_tx_issue_request(struct xiw_qp *qp)
 	spin_lock_bh(&qp->lock);
 	if (rx->orq_tail - rx->orq_head >= max_t(u8, qp->ord, 1))
 		goto out;
-	if (atomic) {
+	switch (opcode) {
+	case XIW_OP_ATOMIC_REQ:
 		req_id = xiw_tx_frame_atomic_request(qp, sqe);
 		if (!req_id)
 			goto out;
-	} else if (!xiw_tx_frame_read_request(qp, sink_stag, sink_to,
-					      wqe->bytes, sqe->rkey,
-					      sqe->remote_addr)) {
-		goto out;
+		break;
+	case XIW_OP_READ_REQ:
+		if (!xiw_tx_frame_read_request(qp, sink_stag, sink_to,
+					       wqe->bytes, sqe->rkey,
+					       sqe->remote_addr))
+			goto out;
+		break;
+	default:
+		if (!xiw_tx_frame_placement_request(qp, wqe, opcode))
+			goto out;
+		break;
 	}
 	rx->orq[rx->orq_tail++ % XIW_MAX_ORD] = (struct xiw_orq_entry){
 		.wqe = wqe,
-		.opcode = atomic ? XIW_OP_ATOMIC_REQ : XIW_OP_READ_REQ,
+		.opcode = opcode,
 		.req_id = req_id,
 		.sink_stag = sink_stag,
 		.sink_to = sink_to,
@@ -578,42 +710,96 @@ static bool xiw_tx_frame_rtr(struct xiw_qp *qp)
 	}
 }
 
-/* Frames the Atomic Response of @e (RFC 7306 §5.2.2); false if no room. */
-static bool xiw_tx_frame_atomic_response(struct xiw_qp *qp,
-					 const struct xiw_irq_entry *e)
+/*
+ * Frames the next Read Response FPDU of @e (RFC 5040 §4.5) and says in
+ * @last whether it ended the message; false if tx.buf has no room.
+ */
+static bool xiw_tx_frame_read_response(struct xiw_qp *qp,
+				       struct xiw_irq_entry *e, bool *last)
 {
-	struct xiw_hdr_atomic_resp *h;
-	u32 ulpdu = sizeof(*h) - XIW_MPA_HDR_LEN;
+	u32 hdr_size = sizeof(struct xiw_ddp_tagged_hdr);
+	u32 n = min(e->len - e->sent, xiw_tx_max_payload(qp, hdr_size));
+	struct xiw_ddp_tagged_hdr *h = xiw_tx_frame_begin(qp, hdr_size, n);
 
-	h = xiw_tx_frame_begin(qp, sizeof(*h), 0);
 	if (!h)
 		return false;
-	xiw_ctrl_set(&h->ddp.ctrl, ulpdu, 0, 1, XIW_RDMAP_RV1,
-		     XIW_OP_ATOMIC_RESP);
-	xiw_untagged_set(&h->ddp, 0, XIW_QN_RESPONSE,
-			 ++qp->tx.msn[XIW_QN_RESPONSE], 0);
-	h->atomic.req_id = cpu_to_be32(e->req_id);
-	xiw_put_be64(&h->atomic.orig, e->orig);
-	xiw_tx_frame_end(qp, (u8 *)h, ulpdu);
+	*last = e->sent + n == e->len;
+	xiw_ctrl_set(&h->ctrl, hdr_size - XIW_MPA_HDR_LEN + n, 1, *last,
+		     XIW_RDMAP_RV1, XIW_OP_READ_RESP);
+	xiw_tagged_set(h, e->sink_stag, e->sink_to + e->sent);
+	if (n)
+		xiw_mr_copy_from(e->mr, e->to + e->sent, (u8 *)h + hdr_size, n);
+	xiw_tx_frame_end(qp, (u8 *)h, hdr_size - XIW_MPA_HDR_LEN + n);
+	e->sent += n;
 	return true;
 }
 
 /*
- * Frames the responses to inbound Read and Atomic Requests, in the order
- * the requests arrived (RFC 7306 §7: neither kind overtakes the other).
- * Returns false when tx.buf is full, true when nothing is left to frame.
+ * Executes the Atomic (RFC 7306 §5.2.1), Flush, Verify or Atomic Write
+ * (draft-talpey §4.1.2, §4.2.2, §4.3.2) of @e and frames its response on
+ * QN 3.  Returns 0, -ENOSPC when tx.buf has no room (nothing was done), or
+ * the error that stops the stream.
+ */
+static int xiw_tx_execute(struct xiw_qp *qp, struct xiw_irq_entry *e)
+{
+	u8 resp = xiw_opcode_lookup(XIW_RDMAP_RV1, e->opcode)->resp_opcode;
+	u32 hdr_size = sizeof(struct xiw_ddp_untagged_hdr) +
+		       xiw_opcode_lookup(XIW_RDMAP_RV1, resp)->hdr_len;
+	u32 payload = e->opcode == XIW_OP_VERIFY_REQ ?
+		      crypto_shash_digestsize(e->mr->verify_tfm) : 0;
+	u32 ulpdu = hdr_size - XIW_MPA_HDR_LEN + payload;
+	union xiw_hdr *h = xiw_tx_frame_begin(qp, hdr_size, payload);
+	u8 *hash = (u8 *)h + hdr_size;
+	int err = 0;
+	u64 orig;
+
+	if (!h)
+		return -ENOSPC;
+	switch (e->opcode) {
+	case XIW_OP_ATOMIC_REQ:
+		orig = xiw_mr_atomic(e->mr, e->to,
+				     be32_to_cpu(e->atomic.aopcode) & XIW_AOP_MASK,
+				     &e->atomic);
+		h->atomic_resp.atomic.req_id = cpu_to_be32(e->req_id);
+		xiw_put_be64(&h->atomic_resp.atomic.orig, orig);
+		break;
+	case XIW_OP_FLUSH_REQ:
+		err = xiw_mr_flush(e->mr, e->to, e->len, e->flush_flags);
+		break;
+	case XIW_OP_VERIFY_REQ:
+		err = xiw_mr_hash(e->mr, e->to, e->len, hash);
+		/* A mismatch ends the stream, and no response is sent. */
+		if (!err && e->expected.len &&
+		    memcmp(hash, e->expected.bytes, payload))
+			err = -EILSEQ;
+		break;
+	case XIW_OP_ATOMIC_WRITE_REQ:
+		xiw_mr_store64(e->mr, e->to, e->value);
+		break;
+	}
+	if (err)
+		return err;
+	xiw_ctrl_set(&h->ctrl, ulpdu, 0, 1, XIW_RDMAP_RV1, resp);
+	xiw_untagged_set(&h->untagged, 0, XIW_QN_RESPONSE,
+			 ++qp->tx.msn[XIW_QN_RESPONSE], 0);
+	xiw_tx_frame_end(qp, (u8 *)h, ulpdu);
+	return 0;
+}
+
+/*
+ * Executes the inbound requests and frames their responses, in the order
+ * the requests arrived (RFC 7306 §7, draft-talpey §4: none overtakes
+ * another).  Returns false when tx.buf is full or a request failed, true
+ * when nothing is left to do.
  */
 static bool xiw_tx_frame_responses(struct xiw_qp *qp)
 {
 	struct xiw_qp_tx *tx = &qp->tx;
-	u32 hdr_size = sizeof(struct xiw_ddp_tagged_hdr);
-	u32 max = xiw_tx_max_payload(qp, hdr_size);
 
 	for (;;) {
 		struct xiw_irq_entry *e;
-		struct xiw_ddp_tagged_hdr *h;
-		bool last;
-		u32 n;
+		bool last = true;
+		int err = 0;
 
 		spin_lock_bh(&qp->lock);
 		if (tx->irq_head == tx->irq_tail) {
@@ -623,33 +809,37 @@ static bool xiw_tx_frame_responses(struct xiw_qp *qp)
 		e = &tx->irq[tx->irq_head % XIW_MAX_IRD];
 		spin_unlock_bh(&qp->lock);
 
-		if (e->opcode == XIW_OP_ATOMIC_REQ) {
-			if (!xiw_tx_frame_atomic_response(qp, e))
+		if (e->opcode == XIW_OP_READ_REQ) {
+			if (!xiw_tx_frame_read_response(qp, e, &last))
 				return false;
-			last = true;
 		} else {
-			n = min(e->len - e->sent, max);
-			last = e->sent + n == e->len;
-			h = xiw_tx_frame_begin(qp, hdr_size, n);
-			if (!h)
+			err = xiw_tx_execute(qp, e);
+			if (err == -ENOSPC)
 				return false;
-			xiw_ctrl_set(&h->ctrl, hdr_size - XIW_MPA_HDR_LEN + n,
-				     1, last, XIW_RDMAP_RV1, XIW_OP_READ_RESP);
-			xiw_tagged_set(h, e->sink_stag, e->sink_to + e->sent);
-			if (n)
-				xiw_mr_copy_from(e->mr, e->src_to + e->sent,
-						 (u8 *)h + hdr_size, n);
-			xiw_tx_frame_end(qp, (u8 *)h,
-					 hdr_size - XIW_MPA_HDR_LEN + n);
-			e->sent += n;
 		}
-		if (last) {
-			if (e->mr)
-				xiw_mr_put(e->mr);
-			e->mr = NULL;
-			spin_lock_bh(&qp->lock);
-			tx->irq_head++;
-			spin_unlock_bh(&qp->lock);
+		if (!last)
+			continue;
+		if (e->mr)
+			xiw_mr_put(e->mr);
+		e->mr = NULL;
+		spin_lock_bh(&qp->lock);
+		tx->irq_head++;
+		spin_unlock_bh(&qp->lock);
+		if (err) {
+			/*
+			 * Later requests are never executed (draft-talpey
+			 * §4.3.2); xiw_tx_error() sends the Terminate after
+			 * the responses framed so far.
+			 */
+			ibdev_dbg(qp->ibqp.device,
+				  "qp %u: request 0x%x failed: %d\n",
+				  qp->ibqp.qp_num, e->opcode, err);
+			xiw_qp_send_terminate(qp, XIW_TERM_LAYER_RDMAP,
+					      XIW_RDMAP_ETYPE_REMOTE_OPERATION,
+					      XIW_RDMAP_ECODE_CATASTROPHIC_STREAM,
+					      NULL, 0, 0);
+			xiw_qp_fatal(qp, XIW_WC_FATAL_ERR);
+			return false;
 		}
 	}
 }
@@ -776,6 +966,9 @@ static bool xiw_tx_frame_next(struct xiw_qp *qp)
 {
 	struct xiw_qp_tx *tx = &qp->tx;
 
+	/* In Error only xiw_tx_error() sends, the Terminate last. */
+	if (READ_ONCE(qp->state) == IB_QPS_ERR)
+		return false;
 	if (tx->term.pending)
 		return xiw_tx_frame_terminate(qp);
 	if (tx->rtr_pending) {

@@ -59,6 +59,15 @@ int xiw_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 	 */
 	attr->atomic_cap = IB_ATOMIC_GLOB;
 	attr->masked_atomic_cap = IB_ATOMIC_GLOB;
+	/*
+	 * Neither verbs nor this kernel have capability bits for Flush,
+	 * Atomic Write and Verify; a software device has no hardware
+	 * revision, so that is where it reports its extensions (xiwdv.h).
+	 */
+	attr->hw_ver = XIW_CAP_ATOMICS | XIW_CAP_IMMEDIATE |
+		       XIW_CAP_FLUSH_GLOBAL | XIW_CAP_FLUSH_PERSISTENT |
+		       XIW_CAP_ATOMIC_WRITE | XIW_CAP_VERIFY_CRC32C |
+		       XIW_CAP_VERIFY_SHA256;
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
 	return 0;
 }

@@ -9,6 +9,7 @@ set -euo pipefail
 
 reps=${XIW_PERF_REPS:-3}
 imm_lat_bin=${XIW_BUILD_DIR:?set by scripts/guest}/perf/xiw_imm_lat
+commit_bench_bin=$XIW_BUILD_DIR/perf/xiw_commit_bench
 csv=$XIW_OUT/results.csv
 port=19000
 label=
@@ -86,6 +87,29 @@ imm_lat() {
 	record "$1" "$2 2 B (xiw_imm_lat)" "$3" "$(awk '{print $6}' <<<"$out")" us
 }
 
+# commit_bench REP DEV ADDR: xiw_commit_bench's rows: typical latency (us)
+# of Flush global/persistent of 4 KiB and 1 MiB, RDMA Read, Atomic Write and
+# RDMA Write of 8 B, and Verify CRC32c/SHA-256 MB/s.  The flushed memory is a
+# shared mapping of a file on scratch_fs (ext4 on a loop device in RAM).
+commit_bench() {
+	local out name value unit tag
+	port=$((port + 1))
+	timeout 300 "$commit_bench_bin" server "$3" "$port" /mnt/xiw-bench/commit.dat \
+		>"$XIW_OUT/server.log" 2>&1 &
+	local server=$!
+	sleep 2
+	out=$(timeout 600 "$commit_bench_bin" client "$3" "$port" 1000) || {
+		cat "$XIW_OUT/server.log" >&2
+		kill "$server" 2>/dev/null || true
+		return 0
+	}
+	wait "$server" || true
+	while IFS=$'\t' read -r tag name value unit; do
+		[ "$tag" = commit_bench ] || continue
+		record "$1" "$name (xiw_commit_bench)" "$2" "$value" "$unit"
+	done <<<"$out"
+}
+
 rping_time() { # REP DEV ADDR: microseconds per validated ping, 200 pings
 	local start end
 	port=$((port + 1))
@@ -134,9 +158,14 @@ bench_device() { # REP DEV LABEL
 		imm_lat "$1" write "$2" "$addr"
 		imm_lat "$1" write_imm "$2" "$addr"
 	fi
+	# draft-talpey-rdma-commit: xiw only, once per repetition.
+	if [ "$3" = xiw0 ]; then
+		commit_bench "$1" "$2" "$addr"
+	fi
 	label=
 }
 
+scratch_fs /mnt/xiw-bench
 for rep in $(seq 1 "$reps"); do
 	bench_device "$rep" xiw0 xiw0
 	# siw asks for no CRC, so siw to siw runs without: so does this row.

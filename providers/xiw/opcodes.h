@@ -12,6 +12,7 @@
 #include <endian.h>
 
 #include <infiniband/verbs.h>
+#include <infiniband/xiwdv.h>
 #include <rdma/xiw-abi.h>
 
 namespace xiw {
@@ -30,14 +31,23 @@ enum class wr_opcode : std::uint8_t {
 	masked_fetch_add = XIW_WR_MASKED_FETCH_ADD,
 	masked_cmp_swap = XIW_WR_MASKED_CMP_SWAP,
 	immediate_data = XIW_WR_IMMEDIATE_DATA,
+	flush = XIW_WR_FLUSH,
 	atomic_write = XIW_WR_ATOMIC_WRITE,
+	verify = XIW_WR_VERIFY,
 };
+
+// rdma-core >= 45 numbers the RDMA Flush work request and completion;
+// rdma-core 44 has no name for them (xiwdv.h: XIWDV_WR_FLUSH, _WC_FLUSH).
+inline constexpr auto ibv_wr_flush = static_cast<ibv_wr_opcode>(14);
+inline constexpr auto ibv_wc_flush = static_cast<ibv_wc_opcode>(8);
 
 // The SQE opcode for a verbs send opcode, or nothing if xiw cannot carry it
 // (the caller must then reject the work request, never drop it).  The
 // extension work requests of xiwdv.h (IBV_WR_DRIVER1) are decoded apart.
 constexpr std::optional<wr_opcode> to_wr_opcode(ibv_wr_opcode op) noexcept
 {
+	if (op == ibv_wr_flush)
+		return wr_opcode::flush;
 	switch (op) {
 	case IBV_WR_SEND: return wr_opcode::send;
 	case IBV_WR_SEND_WITH_IMM: return wr_opcode::send_with_imm;
@@ -57,11 +67,39 @@ constexpr std::optional<wr_opcode> to_wr_opcode(ibv_wr_opcode op) noexcept
 	return std::nullopt;
 }
 
-// Whether the kernel executes an SQE opcode.  The others have an encoding
-// but are refused at post time until their kernel side exists.
-constexpr bool kernel_executes(wr_opcode op) noexcept
+// The SQE opcode of an xiwdv extension work request (xiwdv_wr_ext.opcode).
+constexpr std::optional<wr_opcode> to_wr_opcode(xiwdv_wr_ext_opcode op) noexcept
 {
-	return op != wr_opcode::atomic_write;
+	switch (op) {
+	case XIWDV_WR_MASKED_FETCH_ADD: return wr_opcode::masked_fetch_add;
+	case XIWDV_WR_MASKED_CMP_SWAP: return wr_opcode::masked_cmp_swap;
+	case XIWDV_WR_IMMEDIATE_DATA: return wr_opcode::immediate_data;
+	case XIWDV_WR_RDMA_WRITE_WITH_IMM64: return wr_opcode::rdma_write_with_imm;
+	case XIWDV_WR_SEND_WITH_IMM64: return wr_opcode::send_with_imm;
+	case XIWDV_WR_VERIFY: return wr_opcode::verify;
+	case XIWDV_WR_FLUSH_EXT: return wr_opcode::flush;
+	}
+	return std::nullopt;
+}
+
+// Requests the peer answers on QN 3 or with a Read Response: their SGEs
+// take the answer in (a Verify's second one holds the hash expected), so
+// they are never inline.
+constexpr bool is_request(wr_opcode op) noexcept
+{
+	switch (op) {
+	case wr_opcode::rdma_read:
+	case wr_opcode::atomic_fetch_add:
+	case wr_opcode::atomic_cmp_swap:
+	case wr_opcode::masked_fetch_add:
+	case wr_opcode::masked_cmp_swap:
+	case wr_opcode::flush:
+	case wr_opcode::atomic_write:
+	case wr_opcode::verify:
+		return true;
+	default:
+		return false;
+	}
 }
 
 // Opcodes that exist on the wire only between peers that negotiated the
@@ -111,9 +149,8 @@ inline std::uint64_t imm64_of(__be32 imm_data) noexcept
 
 // ---- completion queue ----------------------------------------------------
 
-// Completion opcodes of the xiw extensions that verbs (rdma-core 44) has no
-// name for are reported as the driver-private IBV_WC_DRIVERn values.
-inline constexpr ibv_wc_opcode wc_flush = IBV_WC_DRIVER1;
+// Completion opcodes of the xiw extensions that verbs has no name for are
+// reported as the driver-private IBV_WC_DRIVERn values (xiwdv.h).
 inline constexpr ibv_wc_opcode wc_verify = IBV_WC_DRIVER2;
 inline constexpr ibv_wc_opcode wc_immediate_data = IBV_WC_DRIVER3;
 
@@ -129,7 +166,7 @@ constexpr std::optional<ibv_wc_opcode> to_wc_opcode(std::uint8_t op) noexcept
 	case XIW_WC_MASKED_FETCH_ADD: return IBV_WC_FETCH_ADD;
 	case XIW_WC_LOCAL_INV: return IBV_WC_LOCAL_INV;
 	case XIW_WC_ATOMIC_WRITE: return IBV_WC_ATOMIC_WRITE;
-	case XIW_WC_FLUSH: return wc_flush;
+	case XIW_WC_FLUSH: return ibv_wc_flush;
 	case XIW_WC_VERIFY: return wc_verify;
 	case XIW_WC_IMMEDIATE_DATA: return wc_immediate_data;
 	case XIW_WC_RECV: return IBV_WC_RECV;

@@ -92,40 +92,107 @@ bool extensions_negotiated(const qp &q) noexcept
 	return q.sq.load_conn_flags() & XIW_CONN_EXTENSIONS;
 }
 
-// The SQE opcode and operands of an xiwdv extension work request.
-int fill_extended(const ibv_send_wr &wr, xiw_sqe &sqe) noexcept
+// Begins the SQE of an xiwdv extension work request as OP.
+void sqe_begin_ext(xiw_sqe &sqe, std::uint64_t wr_id, unsigned int send_flags,
+		   wr_opcode op, const xiwdv_wr_ext &ext) noexcept
 {
-	const auto *ext = static_cast<const xiwdv_wr_ext *>(wr.tso.hdr);
-	if (!ext || wr.tso.hdr_sz < sizeof(*ext) || ext->reserved)
-		return EINVAL;
+	sqe_begin(sqe, wr_id, send_flags, op);
+	sqe.rkey = ext.rkey;
+	sqe.remote_addr = ext.remote_addr;
+	static_assert(sizeof(sqe.operand) == sizeof(ext.operand));
+	std::memcpy(sqe.operand, ext.operand, sizeof(sqe.operand));
+}
 
-	wr_opcode op;
-	switch (ext->opcode) {
-	case XIWDV_WR_MASKED_FETCH_ADD: op = wr_opcode::masked_fetch_add; break;
-	case XIWDV_WR_MASKED_CMP_SWAP: op = wr_opcode::masked_cmp_swap; break;
-	case XIWDV_WR_IMMEDIATE_DATA: op = wr_opcode::immediate_data; break;
-	case XIWDV_WR_RDMA_WRITE_WITH_IMM64: op = wr_opcode::rdma_write_with_imm; break;
-	case XIWDV_WR_SEND_WITH_IMM64: op = wr_opcode::send_with_imm; break;
-	default: return EOPNOTSUPP;
+// The extension work request a (hdr, size) pair describes, or nullptr.
+const xiwdv_wr_ext *ext_of(const void *hdr, std::size_t size) noexcept
+{
+	return hdr && size >= sizeof(xiwdv_wr_ext)
+		       ? static_cast<const xiwdv_wr_ext *>(hdr)
+		       : nullptr;
+}
+
+// Begins the SQE of a verbs work request; 0 or the errno of the post.
+int sqe_begin_verbs(xiw_sqe &sqe, const ibv_send_wr &wr) noexcept
+{
+	if (wr.opcode == XIWDV_WR_EXTENDED) {
+		const xiwdv_wr_ext *ext = ext_of(wr.tso.hdr, wr.tso.hdr_sz);
+		if (!ext)
+			return EINVAL;
+		const auto op = to_wr_opcode(static_cast<xiwdv_wr_ext_opcode>(ext->opcode));
+		if (!op)
+			return EOPNOTSUPP;
+		sqe_begin_ext(sqe, wr.wr_id, wr.send_flags, *op, *ext);
+		return 0;
 	}
-	sqe_begin(sqe, wr.wr_id, wr.send_flags, op);
-	switch (op) {
-	case wr_opcode::masked_fetch_add:
-	case wr_opcode::masked_cmp_swap:
-		sqe_set_atomic(sqe, wr.wr.atomic.rkey, wr.wr.atomic.remote_addr,
-			       {ext->operand[0], ext->operand[1],
-				ext->operand[2], ext->operand[3]});
+	const auto op = to_wr_opcode(wr.opcode);
+	if (!op)
+		return EOPNOTSUPP;
+	sqe_begin(sqe, wr.wr_id, wr.send_flags, *op);
+	switch (*op) {
+	case wr_opcode::rdma_write:
+	case wr_opcode::rdma_read:
+		sqe.remote_addr = wr.wr.rdma.remote_addr;
+		sqe.rkey = wr.wr.rdma.rkey;
 		break;
 	case wr_opcode::rdma_write_with_imm:
-		sqe.rkey = wr.wr.rdma.rkey;
 		sqe.remote_addr = wr.wr.rdma.remote_addr;
-		sqe.operand[0] = ext->operand[0];
+		sqe.rkey = wr.wr.rdma.rkey;
+		sqe.operand[0] = imm64_of(wr.imm_data);
+		break;
+	case wr_opcode::send_with_imm:
+		sqe.operand[0] = imm64_of(wr.imm_data);
+		break;
+	case wr_opcode::send_with_inv:
+		sqe.invalidate_rkey = wr.invalidate_rkey;
+		break;
+	case wr_opcode::atomic_fetch_add:
+		sqe_set_atomic(sqe, wr.wr.atomic.rkey, wr.wr.atomic.remote_addr,
+			       fetch_add_operands(wr.wr.atomic.compare_add));
+		break;
+	case wr_opcode::atomic_cmp_swap:
+		sqe_set_atomic(sqe, wr.wr.atomic.rkey, wr.wr.atomic.remote_addr,
+			       cmp_swap_operands(wr.wr.atomic.compare_add,
+						 wr.wr.atomic.swap));
+		break;
+	case wr_opcode::flush:
+		// Length in compare_add; type and level in the low bytes of
+		// swap, as rdma-core >= 45 lays them out.
+		sqe.rkey = wr.wr.atomic.rkey;
+		sqe.remote_addr = wr.wr.atomic.remote_addr;
+		sqe.operand[0] = wr.wr.atomic.compare_add;
+		sqe.operand[1] = wr.wr.atomic.swap & 0xffff;
+		break;
+	case wr_opcode::atomic_write:
+		sqe.rkey = wr.wr.atomic.rkey;
+		sqe.remote_addr = wr.wr.atomic.remote_addr;
+		sqe.operand[0] = wr.wr.atomic.compare_add;
 		break;
 	default:
-		sqe.operand[0] = ext->operand[0];
 		break;
 	}
 	return 0;
+}
+
+// Whether an SGE list fits the opcode: 0 or the errno of the post.
+int check_sges(wr_opcode op, std::size_t num_sge) noexcept
+{
+	switch (op) {
+	case wr_opcode::atomic_fetch_add:
+	case wr_opcode::atomic_cmp_swap:
+	case wr_opcode::masked_fetch_add:
+	case wr_opcode::masked_cmp_swap:
+		// The original value comes back into one 8-byte buffer.
+		return num_sge == 1 ? 0 : EINVAL;
+	case wr_opcode::immediate_data:
+	case wr_opcode::flush:
+	case wr_opcode::atomic_write:
+		return num_sge == 0 ? 0 : EINVAL;
+	case wr_opcode::verify:
+		// The hash comes back into SGE 0; SGE 1 is the expected one.
+		return num_sge == 1 || num_sge == 2 ? 0 : EINVAL;
+	default:
+		return num_sge <= XIW_MAX_SGE ? 0 : EINVAL;
+	}
 }
 
 // Fills an SQE from a verbs work request; returns 0 or the errno that
@@ -134,75 +201,29 @@ int fill_sqe(const qp &q, const ibv_send_wr &wr, xiw_sqe &sqe) noexcept
 {
 	if (wr.num_sge < 0)
 		return EINVAL;
-	if (wr.opcode == XIWDV_WR_EXTENDED) {
-		if (int err = fill_extended(wr, sqe))
-			return err;
-	} else {
-		const auto op = to_wr_opcode(wr.opcode);
-		if (!op || !kernel_executes(*op))
-			return EOPNOTSUPP;
-		sqe_begin(sqe, wr.wr_id, wr.send_flags, *op);
-		switch (*op) {
-		case wr_opcode::rdma_write:
-		case wr_opcode::rdma_read:
-			sqe.remote_addr = wr.wr.rdma.remote_addr;
-			sqe.rkey = wr.wr.rdma.rkey;
-			break;
-		case wr_opcode::rdma_write_with_imm:
-			sqe.remote_addr = wr.wr.rdma.remote_addr;
-			sqe.rkey = wr.wr.rdma.rkey;
-			sqe.operand[0] = imm64_of(wr.imm_data);
-			break;
-		case wr_opcode::send_with_imm:
-			sqe.operand[0] = imm64_of(wr.imm_data);
-			break;
-		case wr_opcode::send_with_inv:
-			sqe.invalidate_rkey = wr.invalidate_rkey;
-			break;
-		case wr_opcode::atomic_fetch_add:
-			sqe_set_atomic(sqe, wr.wr.atomic.rkey,
-				       wr.wr.atomic.remote_addr,
-				       fetch_add_operands(wr.wr.atomic.compare_add));
-			break;
-		case wr_opcode::atomic_cmp_swap:
-			sqe_set_atomic(sqe, wr.wr.atomic.rkey,
-				       wr.wr.atomic.remote_addr,
-				       cmp_swap_operands(wr.wr.atomic.compare_add,
-							 wr.wr.atomic.swap));
-			break;
-		default:
-			break;
-		}
-	}
+	if (int err = sqe_begin_verbs(sqe, wr))
+		return err;
 	const auto op = static_cast<wr_opcode>(sqe.opcode);
 	if (needs_extensions(op) && !extensions_negotiated(q))
 		return EOPNOTSUPP;
 
 	const std::span<const ibv_sge> sges(wr.sg_list,
 					    static_cast<std::size_t>(wr.num_sge));
-	switch (op) {
-	case wr_opcode::atomic_fetch_add:
-	case wr_opcode::atomic_cmp_swap:
-	case wr_opcode::masked_fetch_add:
-	case wr_opcode::masked_cmp_swap:
-		// The original value comes back into one 8-byte buffer.
-		if (sges.size() != 1 || sges[0].length != sizeof(std::uint64_t))
+	if (int err = check_sges(op, sges.size()))
+		return err;
+	if (op == wr_opcode::atomic_fetch_add || op == wr_opcode::atomic_cmp_swap ||
+	    op == wr_opcode::masked_fetch_add || op == wr_opcode::masked_cmp_swap) {
+		if (sges[0].length != sizeof(std::uint64_t))
 			return EINVAL;
-		return sqe_set_sges(sqe, sges);
-	case wr_opcode::immediate_data:
-		return sges.empty() ? 0 : EINVAL;
-	case wr_opcode::rdma_read:
-		return sqe_set_sges(sqe, sges);
-	default:
-		if (wr.send_flags & IBV_SEND_INLINE)
-			return sqe_set_inline(
-				sqe, sges,
-				[](const ibv_sge &sge) {
-					return reinterpret_cast<const void *>(sge.addr);
-				},
-				[](const ibv_sge &sge) { return std::size_t{sge.length}; });
-		return sqe_set_sges(sqe, sges);
 	}
+	if (wr.send_flags & IBV_SEND_INLINE && !is_request(op))
+		return sqe_set_inline(
+			sqe, sges,
+			[](const ibv_sge &sge) {
+				return reinterpret_cast<const void *>(sge.addr);
+			},
+			[](const ibv_sge &sge) { return std::size_t{sge.length}; });
+	return sqe_set_sges(sqe, sges);
 }
 
 // Publishes the SQEs up to producer and rings the doorbell unless the
@@ -236,6 +257,13 @@ xiw_sqe *batch_next(ibv_qp_ex *qpx, wr_opcode op) noexcept
 	sqe_begin(sqe, qpx->wr_id, qpx->wr_flags, op);
 	q.batch_sqe = &sqe;
 	return &sqe;
+}
+
+// The data of the last work request; errors are kept for wr_complete().
+void batch_check(qp &q, int err) noexcept
+{
+	if (err && !q.batch_err)
+		q.batch_err = err;
 }
 
 void wr_start(ibv_qp_ex *qpx) noexcept
@@ -326,11 +354,30 @@ void wr_atomic_cmp_swp(ibv_qp_ex *qpx, std::uint32_t rkey,
 			       cmp_swap_operands(compare, swap));
 }
 
-// The data of the last work request; errors are kept for wr_complete().
-void batch_check(qp &q, int err) noexcept
+void wr_atomic_write(ibv_qp_ex *qpx, std::uint32_t rkey,
+		     std::uint64_t remote_addr, const void *atomic_wr) noexcept
 {
-	if (err && !q.batch_err)
-		q.batch_err = err;
+	xiw_sqe *sqe = batch_next(qpx, wr_opcode::atomic_write);
+	set_remote(sqe, rkey, remote_addr);
+	if (sqe) // the 8 bytes as they are: stored as they are at the target
+		std::memcpy(&sqe->operand[0], atomic_wr, sizeof(sqe->operand[0]));
+}
+
+// xiwdv_wr_post_ext(): the TSO entry point carries an xiwdv_wr_ext, since
+// xiw QPs have no TSO and rdma-core 44's ibv_qp_ex no other way in.
+void wr_post_ext(ibv_qp_ex *qpx, void *hdr, std::uint16_t hdr_sz, std::uint16_t) noexcept
+{
+	qp &q = *from_ibv(qpx);
+	const xiwdv_wr_ext *ext = ext_of(hdr, hdr_sz);
+	const auto op = ext ? to_wr_opcode(static_cast<xiwdv_wr_ext_opcode>(ext->opcode))
+			    : std::nullopt;
+	if (!op) {
+		q.batch_sqe = nullptr;
+		batch_check(q, ext ? EOPNOTSUPP : EINVAL);
+		return;
+	}
+	if (xiw_sqe *sqe = batch_next(qpx, *op))
+		sqe_begin_ext(*sqe, qpx->wr_id, qpx->wr_flags, *op, *ext);
 }
 
 void wr_set_sge(ibv_qp_ex *qpx, std::uint32_t lkey, std::uint64_t addr,
@@ -373,7 +420,8 @@ constexpr std::uint64_t supported_send_ops =
 	IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
 	IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
 	IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-	IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV;
+	IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV |
+	IBV_QP_EX_WITH_ATOMIC_WRITE | XIWDV_QP_EX_WITH_EXTENSIONS;
 
 void init_qp_ex(qp &q) noexcept
 {
@@ -389,6 +437,8 @@ void init_qp_ex(qp &q) noexcept
 	x.wr_rdma_read = wr_rdma_read;
 	x.wr_atomic_fetch_add = wr_atomic_fetch_add;
 	x.wr_atomic_cmp_swp = wr_atomic_cmp_swp;
+	x.wr_atomic_write = wr_atomic_write;
+	x.wr_send_tso = wr_post_ext;
 	x.wr_set_sge = wr_set_sge;
 	x.wr_set_sge_list = wr_set_sge_list;
 	x.wr_set_inline_data = wr_set_inline_data;

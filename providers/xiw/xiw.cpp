@@ -9,6 +9,8 @@
 
 #include <rdma/ib_user_ioctl_verbs.h>
 
+#include <infiniband/xiwdv.h>
+
 #include "xiw.h"
 
 namespace xiw {
@@ -91,14 +93,37 @@ int dealloc_pd(ibv_pd *pd) noexcept
 
 // ---- memory regions ------------------------------------------------------
 
+// Moves the xiw rights of xiwdv.h out of the verbs access flags, which the
+// 6.1 uverbs core would refuse, into the udata.  0 or an errno.
+int take_ext_access(int &access, xiw_ureq_reg_mr &req) noexcept
+{
+	constexpr int verify = XIWDV_ACCESS_VERIFY_CRC32C | XIWDV_ACCESS_VERIFY_SHA256;
+	if ((access & verify) == verify)
+		return EINVAL; // one hash algorithm per region
+	if (access & XIWDV_ACCESS_FLUSH_GLOBAL)
+		req.ext_access |= XIW_ACCESS_FLUSH_GLOBAL;
+	if (access & XIWDV_ACCESS_FLUSH_PERSISTENT)
+		req.ext_access |= XIW_ACCESS_FLUSH_PERSISTENT;
+	if (access & verify) {
+		req.ext_access |= XIW_ACCESS_VERIFY;
+		req.verify_hash = access & XIWDV_ACCESS_VERIFY_CRC32C ? XIW_VERIFY_CRC32C
+								      : XIW_VERIFY_SHA256;
+	}
+	access &= ~(verify | XIWDV_ACCESS_FLUSH_GLOBAL | XIWDV_ACCESS_FLUSH_PERSISTENT);
+	return 0;
+}
+
 ibv_mr *reg_mr(ibv_pd *pd, void *addr, std::size_t length,
 	       std::uint64_t hca_va, int access) noexcept
 {
+	rc::reg_mr_cmd<xiw_ureq_reg_mr> cmd{};
+	if (int err = take_ext_access(access, cmd.udata)) {
+		errno = err;
+		return nullptr;
+	}
 	mr *m = create<mr>();
 	if (!m)
 		return nullptr;
-	rc::reg_mr_cmd<xiw_ureq_reg_mr> cmd{};
-	cmd.udata.ext_access = 0; // no xiw extension rights through verbs
 	rc::reg_mr_resp<xiw_uresp_reg_mr> resp{};
 	if (int err = rc::ibv_cmd_reg_mr(pd, addr, length, hca_va, access,
 					 &m->vmr, rc::as_cmd(cmd), sizeof(cmd),

@@ -1,10 +1,30 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-# Sourced inside a scripts/guest run: the address scripts/guest gave each
-# device's netdev (one host, devices side by side).
+# Sourced inside a scripts/guest run: what the guest's devices give the
+# tests and benchmarks.
+
+# addr_of DEV: the address scripts/guest gave DEV's netdev (one host,
+# devices side by side).
 addr_of() {
 	case $1 in
 	xiw0) echo "$XIW_ADDR_A" ;;
 	siw0) echo "$XIW_PEER_ADDR_SIW" ;;
 	rxe0) echo "$XIW_PEER_ADDR_RXE" ;;
 	esac
+}
+
+# scratch_fs DIR: a fresh ext4 file system mounted at DIR, on a loop device
+# over a file in the guest's RAM.  Unlike tmpfs (and the 9p share, which
+# cannot be mapped writable) it can back a region with the flush-to-
+# persistence right, and a Flush then really writes back to a block device.
+# Unmounted when the script exits.
+scratch_fs() {
+	local img
+	img=$(mktemp /tmp/xiw-scratch-fs.XXXXXX)
+	modprobe -a loop ext4
+	truncate -s 64M "$img"
+	mkfs.ext4 -q -F "$img"
+	mkdir -p "$1"
+	mount -o loop "$img" "$1"
+	# shellcheck disable=SC2064 # the directory is known now
+	trap "umount '$1' 2>/dev/null || true" EXIT
 }

@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 # Helpers for the two-host data path tests (sourced, not a test itself).
 
+# shellcheck source=../../scripts/lib/guest-devices.bash
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib/guest-devices.bash"
+
 dp_bin=${XIW_BUILD_DIR:?set by scripts/guest}/tests/guest/xiw_datapath_test
 dp_port=7470
 

@@ -258,10 +258,10 @@ void store64(std::uint8_t *p, u64 v)
 
 enum class item_op : std::uint32_t {
 	write_imm,   // IBV_WR_RDMA_WRITE_WITH_IMM
-	write_imm64, // xiwdv_wr_rdma_write_imm64
-	imm_only,    // xiwdv_wr_immediate_data
+	write_imm64, // xiwdv_ext_rdma_write_imm64
+	imm_only,    // xiwdv_ext_immediate_data
 	send_imm,    // IBV_WR_SEND_WITH_IMM
-	send_imm64,  // xiwdv_wr_send_imm64
+	send_imm64,  // xiwdv_ext_send_imm64
 	send,	     // IBV_WR_SEND
 };
 
@@ -1249,14 +1249,17 @@ void masked_wire(client &cl)
 				xiwdv_wr_ext ext{};
 				switch (o.kind) {
 				case mkind::masked_fa:
-					xiwdv_wr_masked_fetch_add(&wr, &ext, rkey, target, o.a, o.d);
+					xiwdv_ext_masked_fetch_add(&ext, rkey, target, o.a, o.d);
+					xiwdv_wr_set_ext(&wr, &ext);
 					break;
 				case mkind::masked_cs:
-					xiwdv_wr_masked_cmp_swap(&wr, &ext, rkey, target, o.a, o.c,
+					xiwdv_ext_masked_cmp_swap(&ext, rkey, target, o.a, o.c,
 								 o.b, o.d);
+					xiwdv_wr_set_ext(&wr, &ext);
 					break;
 				case mkind::swap:
-					xiwdv_wr_swap(&wr, &ext, rkey, target, o.b);
+					xiwdv_ext_swap(&ext, rkey, target, o.b);
+					xiwdv_wr_set_ext(&wr, &ext);
 					break;
 				case mkind::verbs_fa:
 				case mkind::verbs_cs:
@@ -1347,17 +1350,20 @@ void post_item(client &cl, const item &it, u64 wr_id)
 		wr.wr.rdma.rkey = cl.target.rkey;
 		break;
 	case item_op::write_imm64:
-		xiwdv_wr_rdma_write_imm64(&wr, &ext, cl.target.rkey, raddr, it.imm);
+		xiwdv_ext_rdma_write_imm64(&ext, cl.target.rkey, raddr, it.imm);
+		xiwdv_wr_set_ext(&wr, &ext);
 		break;
 	case item_op::imm_only:
-		xiwdv_wr_immediate_data(&wr, &ext, it.imm);
+		xiwdv_ext_immediate_data(&ext, it.imm);
+		xiwdv_wr_set_ext(&wr, &ext);
 		break;
 	case item_op::send_imm:
 		wr.opcode = IBV_WR_SEND_WITH_IMM;
 		wr.imm_data = imm32;
 		break;
 	case item_op::send_imm64:
-		xiwdv_wr_send_imm64(&wr, &ext, it.imm);
+		xiwdv_ext_send_imm64(&ext, it.imm);
+		xiwdv_wr_set_ext(&wr, &ext);
 		break;
 	case item_op::send:
 		wr.opcode = IBV_WR_SEND;
@@ -1581,19 +1587,22 @@ void unsupported(client &cl)
 	{
 		ibv_send_wr wr{};
 		xiwdv_wr_ext ext{};
-		xiwdv_wr_masked_fetch_add(&wr, &ext, rkey, cl.raddr(atomic_off), 1, 0);
+		xiwdv_ext_masked_fetch_add(&ext, rkey, cl.raddr(atomic_off), 1, 0);
+		xiwdv_wr_set_ext(&wr, &ext);
 		wr.wr_id = 52;
 		wr.sg_list = &sge8;
 		wr.num_sge = 1;
 		wr.send_flags = IBV_SEND_SIGNALED;
 		expect_eopnotsupp(cl, wr, "XIWDV_WR_EXTENDED masked FetchAdd");
 		ibv_send_wr imm{};
-		xiwdv_wr_immediate_data(&imm, &ext, 7);
+		xiwdv_ext_immediate_data(&ext, 7);
+		xiwdv_wr_set_ext(&imm, &ext);
 		imm.wr_id = 53;
 		imm.send_flags = IBV_SEND_SIGNALED;
 		expect_eopnotsupp(cl, imm, "XIWDV_WR_EXTENDED Immediate Data");
 		ibv_send_wr w64{};
-		xiwdv_wr_rdma_write_imm64(&w64, &ext, rkey, cl.raddr(data_off), 1ull << 40);
+		xiwdv_ext_rdma_write_imm64(&ext, rkey, cl.raddr(data_off), 1ull << 40);
+		xiwdv_wr_set_ext(&w64, &ext);
 		w64.wr_id = 54;
 		w64.sg_list = &sge64;
 		w64.num_sge = 1;

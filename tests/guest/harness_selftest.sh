@@ -2,13 +2,16 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 #
 # Self-test of scripts/guest, run on the host (ctest: harness.selftest).
-# Each check boots one guest, so there are only four:
+# Each check boots one guest, so there are only five:
 #   1. a command's non-zero exit status (3) comes back, and so do files
 #      written to $XIW_OUT; a peer device exists
 #   2. a kernel WARNING fails the run although the command exits 0
 #   3. an over-long command is reported as a timeout (124)
 #   4. --hosts 2 shows each network namespace its own RDMA device and only
 #      it, and exit status 0 comes back
+#   5. --disk: the image is /dev/vda ($XIW_DISK); what the guest wrote to it
+#      is in the image on the host even though the guest powered itself off
+#      (sysrq o), which the harness reports as 125 "GUEST DIED"
 # Without a built xiw.ko, check 4 uses rxe in host b and an empty host a.
 
 set -euo pipefail
@@ -114,9 +117,31 @@ check_two_hosts() {
 	pass "exit status 0 propagated"
 }
 
+check_disk() {
+	local img=$BUILD/guest/selftest-disk.img
+	# shellcheck disable=SC2016 # expanded in the guest
+	local cmd='[ "$XIW_DISK" = /dev/vda ] && [ -b /dev/vda ] || exit 1
+		printf selftest-disk | dd of=/dev/vda bs=512 conv=sync oflag=direct status=none
+		echo selftest-disk-written
+		echo o >/proc/sysrq-trigger
+		sleep 60'
+	rm -f "$img"
+	truncate -s 1M "$img"
+	guest 125 "--disk, guest powered off" --no-xiw --disk "$img" -- sh -c "$cmd" || return 0
+	expect_output '^selftest-disk-written$' "the command saw /dev/vda and wrote it"
+	expect_output 'GUEST DIED' "a guest that powers itself off is reported as GUEST DIED"
+	if [[ $(head -c 13 "$img") == selftest-disk ]]; then
+		pass "--disk: what the guest wrote is in the image"
+	else
+		failed "--disk: the image does not hold what the guest wrote"
+	fi
+	rm -f "$img"
+}
+
 check_exit_status
 check_warning
 check_timeout
 check_two_hosts
+check_disk
 echo "selftest: $PASSED passed, $FAILED failed"
 ((FAILED == 0))

@@ -3,9 +3,10 @@
 //   xiw_wire_inject listen ADDR PORT
 //   xiw_wire_inject ADDR PORT CASE
 // "listen" is an rdma_cm server on the xiw device: per connection one QP,
-// one posted receive and a 4 KiB buffer registered with every remote right,
-// described in the accept private data (the MPA Reply's private data).  It
-// serves connection after connection; once the peer has gone it prints
+// one posted receive and a 4 KiB buffer registered with remote read, write
+// and atomic rights but no flush or verify right, described in the accept
+// private data (the MPA Reply's private data).  It serves connection after
+// connection; once the peer has gone it prints
 //   wire_inject server: CASE: N bytes changed, M receives completed: ok
 // (FAIL if the buffer or the receive changed where they must not), and
 // exits after CASE "quit", 1 if any connection failed those checks.
@@ -22,6 +23,18 @@
 //                     Terminate, nothing placed
 //   good_fetch_add    a valid FetchAdd: Atomic Response with the request
 //                     id and the original value
+//   atomic_write_bad_length
+//                     Atomic Write Request (draft-talpey §2.3.1) with Data
+//                     Sink Length 4 instead of 8: Terminate RDMAP, Remote
+//                     Operation, catastrophic localized (0/2/0x07), nothing
+//                     written
+//   flush_no_right    RDMA Flush Request to the buffer, which has no flush
+//                     right: Terminate RDMAP, Remote Protection, access
+//                     rights (0/1/0x02)
+//   atomic_write_good a valid Atomic Write: Atomic Write Response (opcode
+//                     0x11, QN 3, no payload); the listener finds the
+//                     big-endian Data as a host-order 64-bit value at the
+//                     target
 //   quit              MPA only; ends the listener
 // and prints "wire_inject CASE: terminate layer L type T code C: ok".
 #include <infiniband/verbs.h>
@@ -61,6 +74,7 @@ constexpr std::size_t buf_size = 4096;
 constexpr std::size_t recv_len = 64;
 constexpr std::uint8_t recv_fill = 0xee;
 constexpr u64 good_add = 0x0000000100000003ull;
+constexpr u64 atomic_write_value = 0xfeedc0de12345678ull;
 constexpr std::uint32_t request_id = 0xa70c0001u;
 
 // Listener -> client in the accept private data.
@@ -143,17 +157,24 @@ int run_listener(const char *addr, const char *port)
 		}
 
 		// What the peer may have changed: only the word a good FetchAdd
-		// targets, by exactly its addend.
-		const bool good = which == "good_fetch_add";
+		// (by exactly its addend) or a good Atomic Write (to exactly its
+		// value) targets.
+		const bool good_fa = which == "good_fetch_add";
+		const bool good_aw = which == "atomic_write_good";
+		const bool good = good_fa || good_aw;
+		const u64 want0 = good_fa ? word0 + good_add : atomic_write_value;
 		std::size_t changed = 0;
 		for (std::size_t i = good ? 8 : 0; i < buf_size; i++)
 			changed += buf[i] != pattern(i);
 		u64 now0;
 		std::memcpy(&now0, buf, sizeof(now0));
-		if (good && now0 != word0 + good_add) {
+		if (good && now0 != want0) {
 			ok = false;
-			why = "the FetchAdd target is " + std::to_string(now0) + ", expected " +
-			      std::to_string(word0 + good_add);
+			char msg[128];
+			std::snprintf(msg, sizeof(msg),
+				      "the %s target is 0x%016" PRIx64 ", expected 0x%016" PRIx64,
+				      good_fa ? "FetchAdd" : "Atomic Write", now0, want0);
+			why = msg;
 		}
 		for (std::uint8_t b : rbuf)
 			changed += b != recv_fill;
@@ -366,6 +387,21 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 		sent.assign(reinterpret_cast<std::uint8_t *>(&h),
 			    reinterpret_cast<std::uint8_t *>(&h) + sizeof(h));
 	};
+	// draft-talpey §2.3.1: Data Sink STag, Length (must be 8), Tagged
+	// Offset, Data (big-endian).
+	auto atomic_write = [&](std::uint32_t len, u64 to) {
+		xiw_hdr_atomic_write_req h{};
+		xiw_ctrl_set(&h.ddp.ctrl, sizeof(h) - XIW_MPA_HDR_LEN, 0, 1, XIW_RDMAP_RV1,
+			     XIW_OP_ATOMIC_WRITE_REQ);
+		xiw_untagged_set(&h.ddp, 0, XIW_QN_READ_REQ, 1, 0);
+		h.awrite.sink_stag = xiw_cpu_to_be32(t.rkey);
+		h.awrite.sink_len = xiw_cpu_to_be32(len);
+		xiw_put_be64(&h.awrite.sink_to, to);
+		xiw_put_be64(&h.awrite.data, atomic_write_value);
+		sent.assign(reinterpret_cast<std::uint8_t *>(&h),
+			    reinterpret_cast<std::uint8_t *>(&h) + sizeof(h));
+	};
+	unsigned resp_opcode = XIW_OP_ATOMIC_RESP;
 	if (which == "bad_aopcode") {
 		atomic(0x5, t.addr);
 		want = {false, XIW_TERM_LAYER_RDMAP, XIW_RDMAP_ETYPE_REMOTE_OPERATION,
@@ -387,6 +423,27 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 	} else if (which == "good_fetch_add") {
 		atomic(XIW_AOP_FETCH_ADD, t.addr);
 		expect_response = true;
+	} else if (which == "atomic_write_bad_length") {
+		atomic_write(4, t.addr);
+		want = {false, XIW_TERM_LAYER_RDMAP, XIW_RDMAP_ETYPE_REMOTE_OPERATION,
+			XIW_RDMAP_ECODE_CATASTROPHIC_STREAM};
+	} else if (which == "atomic_write_good") {
+		atomic_write(XIW_ATOMIC_WRITE_LEN, t.addr);
+		resp_opcode = XIW_OP_ATOMIC_WRITE_RESP;
+		expect_response = true;
+	} else if (which == "flush_no_right") {
+		xiw_hdr_flush_req h{};
+		xiw_ctrl_set(&h.ddp.ctrl, sizeof(h) - XIW_MPA_HDR_LEN, 0, 1, XIW_RDMAP_RV1,
+			     XIW_OP_FLUSH_REQ);
+		xiw_untagged_set(&h.ddp, 0, XIW_QN_READ_REQ, 1, 0);
+		h.flush.sink_stag = xiw_cpu_to_be32(t.rkey);
+		h.flush.sink_len = xiw_cpu_to_be32(static_cast<std::uint32_t>(t.len));
+		xiw_put_be64(&h.flush.sink_to, t.addr);
+		h.flush.flags = xiw_cpu_to_be32(XIW_FLUSH_G);
+		sent.assign(reinterpret_cast<std::uint8_t *>(&h),
+			    reinterpret_cast<std::uint8_t *>(&h) + sizeof(h));
+		want = {false, XIW_TERM_LAYER_RDMAP, XIW_RDMAP_ETYPE_REMOTE_PROTECTION,
+			XIW_RDMAP_ECODE_ACCESS_RIGHTS};
 	} else {
 		std::fprintf(stderr, "unknown case %s\n", which.c_str());
 		return 2;
@@ -395,9 +452,11 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 	send_all(fd, fpdu.data(), fpdu.size());
 
 	const std::vector<std::uint8_t> f = read_fpdu(fd);
+	const char *resp_name =
+		resp_opcode == XIW_OP_ATOMIC_RESP ? "Atomic Response" : "Atomic Write Response";
 	if (f.empty())
-		fail("the connection ended without a%s", expect_response ? "n Atomic Response"
-									   : " Terminate");
+		fail("the connection ended without %s%s", expect_response ? "the " : "a ",
+		     expect_response ? resp_name : "Terminate");
 	if (f.size() < sizeof(xiw_ctrl))
 		fail("an FPDU of %zu octets", f.size());
 	const unsigned opcode = xiw_rdmap_opcode(f[3]);
@@ -408,11 +467,20 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 		if (opcode == XIW_OP_TERMINATE && f.size() >= term_fixed) {
 			xiw_hdr_terminate term{};
 			std::memcpy(&term, f.data(), std::min(f.size(), sizeof(term)));
-			fail("Terminate layer %u type %u code 0x%02x instead of the Atomic Response",
+			fail("Terminate layer %u type %u code 0x%02x instead of the %s",
 			     xiw_term_layer(term.term.ctrl), xiw_term_etype(term.term.ctrl),
-			     xiw_term_ecode(term.term.ctrl));
+			     xiw_term_ecode(term.term.ctrl), resp_name);
 		}
-		check_untagged(f, XIW_OP_ATOMIC_RESP, XIW_QN_RESPONSE, "Atomic Response");
+		check_untagged(f, resp_opcode, XIW_QN_RESPONSE, resp_name);
+		if (resp_opcode == XIW_OP_ATOMIC_WRITE_RESP) {
+			// draft-talpey §2.3.3: no payload on QN 3.
+			if (f.size() != sizeof(xiw_ddp_untagged_hdr))
+				fail("Atomic Write Response of %zu octets, expected %zu (no payload)",
+				     f.size(), sizeof(xiw_ddp_untagged_hdr));
+			close(fd);
+			std::printf("wire_inject %s: atomic write response: ok\n", which.c_str());
+			return 0;
+		}
 		if (f.size() != sizeof(xiw_hdr_atomic_resp))
 			fail("Atomic Response of %zu octets, expected %zu", f.size(),
 			     sizeof(xiw_hdr_atomic_resp));

@@ -261,10 +261,51 @@ TEST(WrOpcode, ExtensionsNeedNegotiation)
 	for (auto op : {wr_opcode::send_with_imm, wr_opcode::rdma_write_with_imm,
 			wr_opcode::atomic_fetch_add, wr_opcode::atomic_cmp_swap,
 			wr_opcode::masked_fetch_add, wr_opcode::masked_cmp_swap,
-			wr_opcode::immediate_data, wr_opcode::atomic_write})
+			wr_opcode::immediate_data, wr_opcode::flush, wr_opcode::atomic_write,
+			wr_opcode::verify})
 		EXPECT_TRUE(xiw::needs_extensions(op));
-	EXPECT_FALSE(xiw::kernel_executes(wr_opcode::atomic_write));
 }
+
+// rdma-core >= 45's numbers for Flush, the xiwdv names for them on 44.
+TEST(WrOpcode, PlacementExtensions)
+{
+	EXPECT_EQ(xiw::to_wr_opcode(XIWDV_WR_FLUSH), xiw::wr_opcode::flush);
+	EXPECT_EQ(static_cast<int>(XIWDV_WR_FLUSH), 14);
+	EXPECT_EQ(xiw::to_wr_opcode(IBV_WR_ATOMIC_WRITE), xiw::wr_opcode::atomic_write);
+	EXPECT_EQ(xiw::to_wr_opcode(XIWDV_WR_VERIFY), xiw::wr_opcode::verify);
+	EXPECT_EQ(xiw::to_wr_opcode(XIWDV_WR_FLUSH_EXT), xiw::wr_opcode::flush);
+	EXPECT_FALSE(xiw::to_wr_opcode(static_cast<xiwdv_wr_ext_opcode>(99)).has_value());
+	for (auto op : {xiw::wr_opcode::flush, xiw::wr_opcode::verify,
+			xiw::wr_opcode::atomic_write, xiw::wr_opcode::rdma_read})
+		EXPECT_TRUE(xiw::is_request(op));
+	EXPECT_FALSE(xiw::is_request(xiw::wr_opcode::rdma_write_with_imm));
+
+	xiw_cqe cqe{};
+	ibv_wc wc;
+	cqe.opcode = XIW_WC_FLUSH;
+	xiw::cqe_to_wc(cqe, wc);
+	EXPECT_EQ(wc.opcode, XIWDV_WC_FLUSH);
+	EXPECT_EQ(static_cast<int>(wc.opcode), 8);
+	cqe.opcode = XIW_WC_ATOMIC_WRITE;
+	xiw::cqe_to_wc(cqe, wc);
+	EXPECT_EQ(wc.opcode, IBV_WC_ATOMIC_WRITE);
+	cqe.opcode = XIW_WC_VERIFY;
+	xiw::cqe_to_wc(cqe, wc);
+	EXPECT_EQ(wc.opcode, XIWDV_WC_VERIFY);
+}
+
+// The capability bits of xiwdv.h are the kernel's (xiw-abi.h).
+static_assert(unsigned{XIWDV_CAP_ATOMICS} == unsigned{XIW_CAP_ATOMICS});
+static_assert(unsigned{XIWDV_CAP_IMMEDIATE} == unsigned{XIW_CAP_IMMEDIATE});
+static_assert(unsigned{XIWDV_CAP_FLUSH_GLOBAL} == unsigned{XIW_CAP_FLUSH_GLOBAL});
+static_assert(unsigned{XIWDV_CAP_FLUSH_PERSISTENT} == unsigned{XIW_CAP_FLUSH_PERSISTENT});
+static_assert(unsigned{XIWDV_CAP_ATOMIC_WRITE} == unsigned{XIW_CAP_ATOMIC_WRITE});
+static_assert(unsigned{XIWDV_CAP_VERIFY_CRC32C} == unsigned{XIW_CAP_VERIFY_CRC32C});
+static_assert(unsigned{XIWDV_CAP_VERIFY_SHA256} == unsigned{XIW_CAP_VERIFY_SHA256});
+static_assert(XIWDV_FLUSH_GLOBAL == XIW_FLUSH_GLOBAL);
+static_assert(XIWDV_FLUSH_PERSISTENT == XIW_FLUSH_PERSISTENT);
+static_assert(XIWDV_FLUSH_RANGE == XIW_FLUSH_RANGE);
+static_assert(XIWDV_FLUSH_MR == XIW_FLUSH_MR);
 
 // The verbs atomics are the masked ones with neutral masks (RFC 7306 §5.1).
 TEST(WrOpcode, VerbsAtomicsUseNeutralMasks)

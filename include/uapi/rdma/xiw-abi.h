@@ -46,6 +46,17 @@ enum xiw_wr_opcode {
 	XIW_WR_NUM_OPCODES
 };
 
+/* Flush placement types and levels (the values of rdma-core >= 45). */
+enum xiw_flush_type {
+	XIW_FLUSH_GLOBAL = 1,		/* global visibility */
+	XIW_FLUSH_PERSISTENT = 2,	/* persistence */
+};
+
+enum xiw_flush_level {
+	XIW_FLUSH_RANGE = 0,		/* the bytes named */
+	XIW_FLUSH_MR = 1,		/* the whole region of the STag */
+};
+
 enum xiw_sqe_flags {
 	XIW_SQE_SIGNALED = 1 << 0,
 	XIW_SQE_SOLICITED = 1 << 1,
@@ -67,9 +78,11 @@ struct xiw_sge {
  *                   [3] swap mask (CmpSwap) or field boundary mask
  *                   (FetchAdd), all host order, as RFC 7306 §5.1 uses them
  *   immediate data: [0] the 64-bit immediate (with Write, Send or alone)
- *   flush:          [0] length, [1] placement type | level << 8
- *   atomic write:   [0] the value
- *   verify:         [0] length, [1] hash algorithm, [2..3] expected hash
+ *   flush:          [0] length, [1] enum xiw_flush_type | enum
+ *                   xiw_flush_level << 8
+ *   atomic write:   [0] the value (host order)
+ *   verify:         [0] length; sge[0] receives the hash, the optional
+ *                   sge[1] holds the expected one
  */
 struct xiw_sqe {
 	__aligned_u64 wr_id;
@@ -210,9 +223,33 @@ enum xiw_mr_ext_access {
 	XIW_ACCESS_VERIFY = 1 << 2,
 };
 
+/* Hash algorithms of RDMA Verify, chosen at registration. */
+enum xiw_verify_hash {
+	XIW_VERIFY_NONE = 0,
+	XIW_VERIFY_CRC32C = 1,		/* 4 bytes */
+	XIW_VERIFY_SHA256 = 2,		/* 32 bytes */
+};
+
+/* The largest hash of any algorithm above. */
+#define XIW_VERIFY_MAX_HASH 32
+
 struct xiw_ureq_reg_mr {
 	__u32 ext_access;	/* enum xiw_mr_ext_access */
-	__u32 verify_hash;	/* hash algorithm for XIW_ACCESS_VERIFY */
+	__u32 verify_hash;	/* enum xiw_verify_hash, with XIW_ACCESS_VERIFY */
+};
+
+/*
+ * ib_device_attr.hw_ver of an xiw device: a software device has no
+ * hardware revision, so it reports the extensions it implements.
+ */
+enum xiw_device_caps {
+	XIW_CAP_ATOMICS = 1 << 0,		/* RFC 7306 §5, masked too */
+	XIW_CAP_IMMEDIATE = 1 << 1,		/* RFC 7306 §6, draft-wood §5 */
+	XIW_CAP_FLUSH_GLOBAL = 1 << 2,		/* draft-talpey §4.1 */
+	XIW_CAP_FLUSH_PERSISTENT = 1 << 3,
+	XIW_CAP_ATOMIC_WRITE = 1 << 4,		/* draft-talpey §4.3 */
+	XIW_CAP_VERIFY_CRC32C = 1 << 5,		/* draft-talpey §4.2 */
+	XIW_CAP_VERIFY_SHA256 = 1 << 6,
 };
 
 struct xiw_uresp_reg_mr {
