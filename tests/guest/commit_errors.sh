@@ -28,18 +28,9 @@ log=$XIW_OUT/commit-errors-server.log
 server_start "$log" "$commit" server -f /mnt/xiw-commit-errors/server.dat
 cases="flush_no_right flush_type_no_right verify_no_right atomic_write_no_right atomic_write_unaligned"
 failed=
-for c in $cases; do
-	on a timeout 120 "$commit" client "$XIW_ADDR_B" "$port" "$c" || failed="$failed $c"
-done
-if [ -z "$failed" ]; then
-	on a timeout 60 "$commit" client "$XIW_ADDR_B" "$port" quit || failed=" quit"
-fi
-server_finish "$log" "$failed" || failed="$failed server"
+client_cases "$log" 120 "$cases" "$commit" client
 # One "bytes changed" report per case, every one of them zero.
-for c in $cases; do
-	grep -Eq "^commit server: $c: connection closed, 0 bytes changed$" "$log" ||
-		failed="$failed $c(memory)"
-done
+expect_lines "$log" '^commit server: %s: connection closed, 0 bytes changed$' "$cases"
 [ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
 echo "target memory unchanged by every failed operation"
 
@@ -47,16 +38,7 @@ echo "== crafted FPDUs from a fake peer (host a) to xiw1 (host b)"
 log=$XIW_OUT/commit-wire-inject-server.log
 server_start "$log" "$inject" listen
 cases="atomic_write_bad_length flush_no_right atomic_write_good"
-for c in $cases; do
-	on a timeout 60 "$inject" "$XIW_ADDR_B" "$port" "$c" || failed="$failed $c"
-done
-if [ -z "$failed" ]; then
-	on a timeout 60 "$inject" "$XIW_ADDR_B" "$port" quit || failed=" quit"
-fi
-server_finish "$log" "$failed" || failed="$failed server"
-for c in $cases; do
-	grep -Eq "^wire_inject server: $c: 0 bytes changed, 0 receives completed: ok$" "$log" ||
-		failed="$failed $c(target)"
-done
+client_cases "$log" 60 "$cases" "$inject"
+expect_lines "$log" '^wire_inject server: %s: 0 bytes changed, 0 receives completed: ok$' "$cases"
 [ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
 echo "commit errors: ok"

@@ -61,6 +61,7 @@
 #include <rdma/rdma_verbs.h>
 #include <xiw/crc32c.h>
 
+#include "ext_framework.h"
 #include "rdma_test_util.h"
 #include "sha256.h"
 
@@ -70,30 +71,26 @@
 #include <unistd.h>
 
 #include <array>
-#include <chrono>
 #include <cinttypes>
-#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace {
 
+namespace ext_fw = xiw_test::ext_fw;
+using namespace ext_fw; // fail(), pattern(), load64() ...
 using xiw_test::die;
-using xiw_test::resolve;
-using xiw_test::wait_disconnect;
+using xiw_test::strf;
 using u64 = std::uint64_t;
 using u32 = std::uint32_t;
-using clock_type = std::chrono::steady_clock;
 using bytes = std::vector<std::uint8_t>;
 
 // ---- layout ------------------------------------------------------------------
 
-constexpr u32 pd_magic = 0x78697743; // "xiwC"
 // Server: the anonymous buffer and the file mapping.
 constexpr std::size_t buf_size = 2u << 20;
 constexpr std::size_t file_size = 1u << 20;
@@ -129,12 +126,6 @@ constexpr std::uint8_t guard = 0xcd;
 constexpr u32 crc_len = 4;
 constexpr u32 sha_len = 32;
 
-constexpr u32 client_send_depth = 64;
-constexpr u32 client_recv_depth = 8;
-constexpr u32 server_send_depth = 16;
-constexpr u32 server_recv_depth = 16;
-constexpr int op_timeout_ms = 60000;
-
 static_assert(file_verify_off + 4093 + 100000 <= durable_b_off);
 static_assert(qpx_rec_off + rec_len <= file_verify_off);
 static_assert(rec_off + rec_len <= qpx_rec_off);
@@ -159,54 +150,10 @@ enum class test_case : u32 {
 	quit,
 };
 
-struct case_name {
-	test_case c;
-	const char *name;
-};
-
-constexpr case_name case_names[] = {
-	{test_case::pipeline, "pipeline"},
-	{test_case::pipeline_bad_hash, "pipeline_bad_hash"},
-	{test_case::pipeline_bad_sha256, "pipeline_bad_sha256"},
-	{test_case::qp_ex, "qp_ex"},
-	{test_case::verify_hash, "verify_hash"},
-	{test_case::flush_no_right, "flush_no_right"},
-	{test_case::flush_type_no_right, "flush_type_no_right"},
-	{test_case::verify_no_right, "verify_no_right"},
-	{test_case::atomic_write_no_right, "atomic_write_no_right"},
-	{test_case::atomic_write_unaligned, "atomic_write_unaligned"},
-	{test_case::unsupported, "unsupported"},
-	{test_case::durable, "durable"},
-	{test_case::quit, "quit"},
-};
-
-const char *name_of(test_case c)
-{
-	for (const auto &n : case_names)
-		if (n.c == c)
-			return n.name;
-	return "?";
-}
-
 bool is_bad_hash_case(test_case c)
 {
 	return c == test_case::pipeline_bad_hash || c == test_case::pipeline_bad_sha256;
 }
-
-// Cases after which the connection is dead: no control channel, the
-// server checks its memory once the client has gone.
-bool is_error_case(test_case c)
-{
-	return is_bad_hash_case(c) || c == test_case::flush_no_right ||
-	       c == test_case::flush_type_no_right || c == test_case::verify_no_right ||
-	       c == test_case::atomic_write_no_right || c == test_case::atomic_write_unaligned;
-}
-
-// Client -> server in the connect private data.
-struct connect_pd {
-	u32 magic;
-	test_case which;
-};
 
 // Server -> client in the accept private data.  The rkeys other than
 // rkey_rw and rkey_ro are 0 unless the server's device is xiw.
@@ -241,37 +188,58 @@ struct ctrl_msg {
 	char text[160];
 };
 
-// ---- failure reporting -----------------------------------------------------------
+// ---- what ext_framework.h needs to know ------------------------------------------
 
-const char *g_case = "setup";
+struct traits {
+	using case_type = test_case;
+	using msg = ctrl_msg;
+	using target = accept_pd;
+	static constexpr u32 pd_magic = 0x78697743; // "xiwC"
+	static constexpr op result = op::result;
+	static constexpr op bye = op::bye;
+	static constexpr ext_fw::case_name<test_case> cases[] = {
+		{test_case::pipeline, "pipeline"},
+		{test_case::pipeline_bad_hash, "pipeline_bad_hash"},
+		{test_case::pipeline_bad_sha256, "pipeline_bad_sha256"},
+		{test_case::qp_ex, "qp_ex"},
+		{test_case::verify_hash, "verify_hash"},
+		{test_case::flush_no_right, "flush_no_right"},
+		{test_case::flush_type_no_right, "flush_type_no_right"},
+		{test_case::verify_no_right, "verify_no_right"},
+		{test_case::atomic_write_no_right, "atomic_write_no_right"},
+		{test_case::atomic_write_unaligned, "atomic_write_unaligned"},
+		{test_case::unsupported, "unsupported"},
+		{test_case::durable, "durable"},
+		{test_case::quit, "quit"},
+	};
 
-[[noreturn]] __attribute__((format(printf, 1, 2))) void fail(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	xiw_test::vfail("commit", g_case, fmt, ap);
-}
+	static bool is_error_case(test_case c)
+	{
+		return is_bad_hash_case(c) || c == test_case::flush_no_right ||
+		       c == test_case::flush_type_no_right || c == test_case::verify_no_right ||
+		       c == test_case::atomic_write_no_right || c == test_case::atomic_write_unaligned;
+	}
 
-__attribute__((format(printf, 1, 2))) std::string strf(const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-	va_start(ap, fmt);
-	std::vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return msg;
-}
+	static bool target_fits(const accept_pd &t)
+	{
+		return t.buf_len >= buf_size && t.file_len >= file_size;
+	}
 
-[[noreturn]] void die_rc(const char *what, int rc)
-{
-	std::fprintf(stderr, "%s: %s\n", what, std::strerror(rc));
-	std::exit(1);
-}
+	static constexpr std::size_t server_buf_size = buf_size;
+	static constexpr u32 server_send_depth = 16;
+	static constexpr u32 server_recv_depth = 16;
+	static constexpr std::size_t client_buf_size = ::client_buf_size;
+	static constexpr u32 client_send_depth = 64;
+	static constexpr u32 client_send_sge = 2; // Verify: the result and the expected hash
+	static constexpr test_case qp_ex_case = test_case::qp_ex;
+	static constexpr std::uint64_t qp_ex_ops =
+		IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_SEND |
+		IBV_QP_EX_WITH_ATOMIC_WRITE | XIWDV_QP_EX_WITH_EXTENSIONS;
+	static constexpr const char *qp_ex_ops_text =
+		"write, read, send, atomic write, XIWDV_QP_EX_WITH_EXTENSIONS";
+};
 
-const char *status_str(ibv_wc_status s)
-{
-	return ibv_wc_status_str(s);
-}
+// ---- data, hashes ----------------------------------------------------------------
 
 std::string hex(const std::uint8_t *p, std::size_t n)
 {
@@ -279,35 +247,6 @@ std::string hex(const std::uint8_t *p, std::size_t n)
 	for (std::size_t i = 0; i < n; i++)
 		s += strf("%02x", p[i]);
 	return s;
-}
-
-// ---- data, hashes ----------------------------------------------------------------
-
-std::uint8_t pattern(u32 seed, std::size_t i)
-{
-	u32 x = (seed + 1) * 0x9e3779b1u ^ static_cast<u32>(i) * 0x85ebca77u;
-	x ^= x >> 15;
-	x *= 0x2c1b3c6du;
-	x ^= x >> 12;
-	return static_cast<std::uint8_t>(x ^ (x >> 24));
-}
-
-void fill(std::uint8_t *p, std::size_t n, u32 seed)
-{
-	for (std::size_t i = 0; i < n; i++)
-		p[i] = pattern(seed, i);
-}
-
-u64 load64(const std::uint8_t *p)
-{
-	u64 v;
-	std::memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-void store64(std::uint8_t *p, u64 v)
-{
-	std::memcpy(p, &v, sizeof(v));
 }
 
 // The Verify hash of CRC32c: the standard CRC32c value, least significant
@@ -361,43 +300,9 @@ bytes durable_record(const std::string &text)
 	return r;
 }
 
-// ---- completion polling ------------------------------------------------------------
-
-// One completion of CQ, or false after TIMEOUT_MS.  Spins briefly, then
-// naps: the guest has two CPUs and the kernel side needs them.
-bool poll_one(ibv_cq *cq, ibv_wc &wc, int timeout_ms)
-{
-	const auto until = clock_type::now() + std::chrono::milliseconds(timeout_ms);
-	for (unsigned spin = 0;; spin++) {
-		int n = ibv_poll_cq(cq, 1, &wc);
-		if (n < 0)
-			die("ibv_poll_cq");
-		if (n == 1)
-			return true;
-		if (spin < 200)
-			continue;
-		if (clock_type::now() > until)
-			return false;
-		std::this_thread::sleep_for(std::chrono::microseconds(20));
-	}
-}
-
-void post_recv(ibv_qp *qp, u64 wr_id, void *addr, u32 len, u32 lkey)
-{
-	ibv_sge sge{reinterpret_cast<std::uintptr_t>(addr), len, lkey};
-	ibv_recv_wr wr{}, *bad = nullptr;
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	if (int rc = ibv_post_recv(qp, &wr, &bad))
-		die_rc("ibv_post_recv", rc);
-}
-
 // =============================================================================
 // Server
 // =============================================================================
-
-constexpr u64 ctrl_wr_id = 1;
 
 struct server_file {
 	std::string path;
@@ -406,63 +311,21 @@ struct server_file {
 	bool remove = false;
 };
 
-struct server_conn {
-	rdma_cm_id *id = nullptr;
-	test_case which{};
-	bool xiw = false;
-	std::uint8_t *buf = nullptr;
+struct server_conn : ext_fw::server_conn_base<traits> {
 	server_file *file = nullptr;
 	ibv_mr *mr_rw = nullptr, *mr_ro = nullptr, *mr_crc = nullptr, *mr_sha = nullptr;
 	ibv_mr *fmr_crc = nullptr, *fmr_sha = nullptr;
-	struct {
-		ctrl_msg send;
-		ctrl_msg recv;
-	} ctrl{};
-	ibv_mr *ctrl_mr = nullptr;
-
-	void post_ctrl_recv()
-	{
-		post_recv(id->qp, ctrl_wr_id, &ctrl.recv, sizeof(ctrl.recv), ctrl_mr->lkey);
-	}
-
-	bool send(const ctrl_msg &m)
-	{
-		ctrl.send = m;
-		ibv_sge sge{reinterpret_cast<std::uintptr_t>(&ctrl.send), sizeof(ctrl.send),
-			    ctrl_mr->lkey};
-		ibv_send_wr wr{}, *bad = nullptr;
-		wr.wr_id = ctrl_wr_id;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		wr.opcode = IBV_WR_SEND;
-		wr.send_flags = IBV_SEND_SIGNALED;
-		if (int rc = ibv_post_send(id->qp, &wr, &bad))
-			die_rc("ibv_post_send", rc);
-		ibv_wc wc{};
-		if (!poll_one(id->send_cq, wc, op_timeout_ms)) {
-			std::printf("commit server: control send timed out\n");
-			return false;
-		}
-		if (wc.status != IBV_WC_SUCCESS) {
-			std::printf("commit server: control send: %s\n", status_str(wc.status));
-			return false;
-		}
-		return true;
-	}
 
 	std::uint8_t *base(u32 where) const { return where == region_file ? file->map : buf; }
 	std::size_t size(u32 where) const { return where == region_file ? file_size : buf_size; }
+
+	// What ext_fw::run_server() calls.
+	bool setup();
+	accept_pd target() const;
+	bool handle(const ctrl_msg &m, ctrl_msg &r);
+	std::size_t changed(std::string &note) const;
+	void release();
 };
-
-int g_failures = 0;
-int g_connections = 0;
-
-void server_fail(const server_conn &c, const std::string &what)
-{
-	std::printf("commit server: FAIL: %s: %s\n", name_of(c.which), what.c_str());
-	std::fflush(stdout);
-	g_failures++;
-}
 
 // "check": the CRC32c of a range of memory; for the file also what
 // read(2) returns, which must be the same pages.
@@ -499,46 +362,6 @@ std::string serve_check(server_conn &c, const ctrl_msg &m)
 	return "";
 }
 
-// Control loop of a case, until "bye" or the client is gone.
-void serve_ctrl(server_conn &c)
-{
-	for (;;) {
-		ibv_wc wc{};
-		if (!poll_one(c.id->recv_cq, wc, 600000)) {
-			server_fail(c, "no control message for 10 minutes");
-			return;
-		}
-		if (wc.status != IBV_WC_SUCCESS)
-			return; // flushed: the client went away
-		const ctrl_msg m = c.ctrl.recv;
-		ctrl_msg r{};
-		r.what = op::result;
-		r.ok = 1;
-		switch (m.what) {
-		case op::check:
-		case op::check64:
-			if (std::string e = serve_check(c, m); !e.empty()) {
-				r.ok = 0;
-				std::snprintf(r.text, sizeof(r.text), "%s", e.c_str());
-				server_fail(c, e);
-			}
-			c.post_ctrl_recv();
-			break;
-		case op::bye:
-			c.send(r);
-			return;
-		default:
-			r.ok = 0;
-			std::snprintf(r.text, sizeof(r.text), "unknown control message %u",
-				      static_cast<unsigned>(m.what));
-			c.post_ctrl_recv();
-			break;
-		}
-		if (!c.send(r))
-			return;
-	}
-}
-
 // The file as an error case leaves it: the pattern, and for the bad-hash
 // pipelines the record, which the Write before the failing Verify placed.
 std::uint8_t file_expected(test_case which, std::size_t i)
@@ -546,40 +369,6 @@ std::uint8_t file_expected(test_case which, std::size_t i)
 	if (is_bad_hash_case(which) && i >= rec_off && i < rec_off + rec_len)
 		return pattern(rec_seed, i - rec_off);
 	return pattern(error_seed + 1, i);
-}
-
-// Error cases: once the client has gone, nothing in the buffer and the file
-// may have changed but what the case placed before the error.
-void serve_error(server_conn &c)
-{
-	if (!wait_disconnect(c.id, 120000)) {
-		server_fail(c, "the client did not disconnect within 120 s");
-		return;
-	}
-	std::size_t changed = 0;
-	for (std::size_t i = 0; i < buf_size; i++)
-		changed += c.buf[i] != pattern(error_seed, i);
-	for (std::size_t i = 0; i < file_size; i++)
-		changed += c.file->map[i] != file_expected(c.which, i);
-	std::string detail;
-	if (is_bad_hash_case(c.which)) {
-		std::size_t rec_bad = 0;
-		for (std::size_t i = 0; i < rec_len; i++)
-			rec_bad += c.file->map[rec_off + i] != pattern(rec_seed, i);
-		std::uint8_t initial[8];
-		for (std::size_t i = 0; i < 8; i++)
-			initial[i] = file_expected(c.which, ptr_off + i);
-		const u64 ptr = load64(c.file->map + ptr_off);
-		detail = strf(" (record %s, pointer %s)", rec_bad ? "NOT in place" : "in place",
-			      ptr == load64(initial) ? "not written"
-			      : ptr == ptr_value     ? "WRITTEN"
-						     : "CHANGED");
-	}
-	std::printf("commit server: %s: connection closed, %zu bytes changed%s\n", name_of(c.which),
-		    changed, detail.c_str());
-	std::fflush(stdout);
-	if (changed)
-		g_failures++;
 }
 
 ibv_mr *reg(server_conn &c, void *p, std::size_t n, int access, const char *what)
@@ -659,199 +448,102 @@ bool open_file(server_file &f, const char *path)
 	return true;
 }
 
+// ---- what ext_fw::run_server() calls ----------------------------------------------
+
+bool server_conn::setup()
+{
+	if (traits::is_error_case(which)) {
+		fill(buf, buf_size, error_seed);
+		fill(file->map, file_size, error_seed + 1);
+	}
+	ctrl_mr = rdma_reg_msgs(id, &ctrl, sizeof(ctrl));
+	if (!ctrl_mr)
+		die("rdma_reg_msgs");
+	return register_all(*this);
+}
+
+accept_pd server_conn::target() const
+{
+	accept_pd t{};
+	t.magic = traits::pd_magic;
+	t.xiw = xiw;
+	t.buf_addr = reinterpret_cast<std::uintptr_t>(buf);
+	t.buf_len = buf_size;
+	t.file_addr = reinterpret_cast<std::uintptr_t>(file->map);
+	t.file_len = file_size;
+	auto key = [](ibv_mr *mr) { return mr ? mr->rkey : 0u; };
+	t.rkey_rw = key(mr_rw);
+	t.rkey_ro = key(mr_ro);
+	t.rkey_crc = key(mr_crc);
+	t.rkey_sha = key(mr_sha);
+	t.frkey_crc = key(fmr_crc);
+	t.frkey_sha = key(fmr_sha);
+	return t;
+}
+
+bool server_conn::handle(const ctrl_msg &m, ctrl_msg &r)
+{
+	if (m.what != op::check && m.what != op::check64)
+		return false;
+	if (std::string e = serve_check(*this, m); !e.empty()) {
+		r.ok = 0;
+		std::snprintf(r.text, sizeof(r.text), "%s", e.c_str());
+		server_fail(*this, e);
+	}
+	post_ctrl_recv();
+	return true;
+}
+
+// Error cases: once the client has gone, nothing in the buffer and the file
+// may have changed but what the case placed before the error.
+std::size_t server_conn::changed(std::string &note) const
+{
+	std::size_t n = bytes_changed(buf, buf_size, error_seed);
+	for (std::size_t i = 0; i < file_size; i++)
+		n += file->map[i] != file_expected(which, i);
+	if (is_bad_hash_case(which)) {
+		std::size_t rec_bad = 0;
+		for (std::size_t i = 0; i < rec_len; i++)
+			rec_bad += file->map[rec_off + i] != pattern(rec_seed, i);
+		std::uint8_t initial[8];
+		for (std::size_t i = 0; i < 8; i++)
+			initial[i] = file_expected(which, ptr_off + i);
+		const u64 ptr = load64(file->map + ptr_off);
+		note = strf(" (record %s, pointer %s)", rec_bad ? "NOT in place" : "in place",
+			    ptr == load64(initial) ? "not written"
+			    : ptr == ptr_value     ? "WRITTEN"
+						   : "CHANGED");
+	}
+	return n;
+}
+
+void server_conn::release()
+{
+	rdma_dereg_mr(ctrl_mr);
+	deregister_all(*this);
+}
+
 int run_server(const char *path, const char *addr, const char *port)
 {
 	server_file file;
 	if (!open_file(file, path))
 		return 1;
-	rdma_addrinfo *res = resolve(addr, port, true);
-	rdma_cm_id *listen_id = nullptr;
-	ibv_qp_init_attr attr = xiw_test::rc_qp_attr(server_send_depth, server_recv_depth);
-	if (rdma_create_ep(&listen_id, res, nullptr, &attr))
-		die("rdma_create_ep");
-	if (rdma_listen(listen_id, 4))
-		die("rdma_listen");
-	std::printf("commit server: listening on %s:%s, file %s\n", addr, port, file.path.c_str());
-	std::fflush(stdout);
-
-	for (;;) {
-		server_conn c;
-		if (rdma_get_request(listen_id, &c.id))
-			die("rdma_get_request");
-		connect_pd req{};
-		const rdma_conn_param &cp = c.id->event->param.conn;
-		if (cp.private_data && cp.private_data_len >= sizeof(req))
-			std::memcpy(&req, cp.private_data, sizeof(req));
-		if (req.magic != pd_magic) {
-			std::printf("commit server: connect request without our private data, "
-				    "rejected\n");
-			rdma_reject(c.id, nullptr, 0);
-			rdma_destroy_ep(c.id);
-			continue;
-		}
-		c.which = req.which;
-		c.xiw = xiwdv_is_xiw_context(c.id->verbs);
-		c.file = &file;
-		g_connections++;
-
-		void *b = std::aligned_alloc(4096, buf_size);
-		if (!b)
-			die("aligned_alloc");
-		c.buf = static_cast<std::uint8_t *>(b);
-		std::memset(c.buf, 0, buf_size);
-		if (is_error_case(c.which)) {
-			fill(c.buf, buf_size, error_seed);
-			fill(c.file->map, file_size, error_seed + 1);
-		}
-		c.ctrl_mr = rdma_reg_msgs(c.id, &c.ctrl, sizeof(c.ctrl));
-		if (!c.ctrl_mr)
-			die("rdma_reg_msgs");
-		const bool registered = register_all(c);
-
-		const bool ctrl = !is_error_case(c.which) && c.which != test_case::quit;
-		if (ctrl && registered)
-			c.post_ctrl_recv();
-		bool peer_gone = false;
-		accept_pd t{};
-		t.magic = pd_magic;
-		t.xiw = c.xiw;
-		t.buf_addr = reinterpret_cast<std::uintptr_t>(c.buf);
-		t.buf_len = buf_size;
-		t.file_addr = reinterpret_cast<std::uintptr_t>(c.file->map);
-		t.file_len = file_size;
-		auto key = [](ibv_mr *mr) { return mr ? mr->rkey : 0u; };
-		t.rkey_rw = key(c.mr_rw);
-		t.rkey_ro = key(c.mr_ro);
-		t.rkey_crc = key(c.mr_crc);
-		t.rkey_sha = key(c.mr_sha);
-		t.frkey_crc = key(c.fmr_crc);
-		t.frkey_sha = key(c.fmr_sha);
-		rdma_conn_param p{};
-		p.responder_resources = 16;
-		p.initiator_depth = 16;
-		p.retry_count = 7;
-		p.private_data = &t;
-		p.private_data_len = sizeof(t);
-		if (!registered) {
-			rdma_reject(c.id, nullptr, 0);
-			peer_gone = true;
-		} else if (rdma_accept(c.id, &p)) {
-			server_fail(c, strf("rdma_accept: %s", std::strerror(errno)));
-		} else if (c.which == test_case::quit) {
-			peer_gone = wait_disconnect(c.id, 30000);
-		} else if (ctrl) {
-			serve_ctrl(c);
-		} else {
-			serve_error(c);
-			peer_gone = true;
-		}
-		// A synchronous rdma_disconnect() waits for a DISCONNECTED
-		// event, and an id gets only one: not after the peer's.
-		if (!peer_gone)
-			rdma_disconnect(c.id);
-		rdma_dereg_mr(c.ctrl_mr);
-		deregister_all(c);
-		rdma_destroy_ep(c.id);
-		std::free(c.buf);
-		if (c.which == test_case::quit) {
-			munmap(file.map, file_size);
-			close(file.fd);
-			if (file.remove)
-				unlink(file.path.c_str());
-			std::printf("commit server: %d connections, %d failures\n", g_connections,
-				    g_failures);
-			return g_failures ? 1 : 0;
-		}
-	}
+	server_conn proto;
+	proto.file = &file;
+	const std::string note = strf(", file %s", file.path.c_str());
+	const int rc = ext_fw::run_server(proto, addr, port, note.c_str());
+	munmap(file.map, file_size);
+	close(file.fd);
+	if (file.remove)
+		unlink(file.path.c_str());
+	return rc;
 }
 
 // =============================================================================
 // Client
 // =============================================================================
 
-constexpr u64 ctrl_send_wr_id = 0xc0;
-constexpr u64 ctrl_recv_wr_id = 0xc1;
-
-struct client {
-	rdma_cm_id *id = nullptr;
-	ibv_qp_ex *qpx = nullptr; // set: control sends go through ibv_wr_*()
-	std::uint8_t *buf = nullptr;
-	ibv_mr *mr = nullptr;
-	struct {
-		ctrl_msg send;
-		ctrl_msg recv[client_recv_depth];
-	} ctrl{};
-	ibv_mr *ctrl_mr = nullptr;
-	accept_pd target{};
-
-	void open(const char *addr, const char *port, test_case which, bool qp_ex)
-	{
-		rdma_addrinfo *res = resolve(addr, port, false);
-		ibv_qp_init_attr attr = xiw_test::rc_qp_attr(client_send_depth, client_recv_depth);
-		attr.cap.max_send_sge = 2; // Verify: the result and the expected hash
-		if (rdma_create_ep(&id, res, nullptr, qp_ex ? nullptr : &attr))
-			die("rdma_create_ep");
-		rdma_freeaddrinfo(res);
-		if (qp_ex) {
-			ibv_qp_init_attr_ex ax{};
-			ax.qp_type = IBV_QPT_RC;
-			ax.cap = attr.cap;
-			ax.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-			ax.pd = id->pd;
-			ax.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ |
-					    IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_ATOMIC_WRITE |
-					    XIWDV_QP_EX_WITH_EXTENSIONS;
-			if (rdma_create_qp_ex(id, &ax))
-				fail("rdma_create_qp_ex with send_ops_flags (write, read, send, "
-				     "atomic write, XIWDV_QP_EX_WITH_EXTENSIONS): %s",
-				     std::strerror(errno));
-			qpx = ibv_qp_to_qp_ex(id->qp);
-			if (!qpx)
-				fail("ibv_qp_to_qp_ex returned NULL");
-		}
-		void *b = std::aligned_alloc(4096, client_buf_size);
-		if (!b)
-			die("aligned_alloc");
-		buf = static_cast<std::uint8_t *>(b);
-		std::memset(buf, 0, client_buf_size);
-		mr = ibv_reg_mr(id->pd, buf, client_buf_size, IBV_ACCESS_LOCAL_WRITE);
-		ctrl_mr = rdma_reg_msgs(id, &ctrl, sizeof(ctrl));
-		if (!mr || !ctrl_mr)
-			die("register memory");
-		for (u32 i = 0; i < client_recv_depth; i++)
-			post_ctrl_recv(i);
-
-		connect_pd req{pd_magic, which};
-		rdma_conn_param p{};
-		p.responder_resources = 16;
-		p.initiator_depth = 16;
-		p.retry_count = 7;
-		p.private_data = &req;
-		p.private_data_len = sizeof(req);
-		if (rdma_connect(id, &p))
-			fail("rdma_connect: %s (the server says why it rejected, if it did)",
-			     std::strerror(errno));
-		const rdma_conn_param &cp = id->event->param.conn;
-		if (!cp.private_data || cp.private_data_len < sizeof(target))
-			fail("no target description in the accept private data (%u bytes)",
-			     cp.private_data_len);
-		std::memcpy(&target, cp.private_data, sizeof(target));
-		if (target.magic != pd_magic || target.buf_len < buf_size ||
-		    target.file_len < file_size)
-			fail("bad target description from the server");
-	}
-
-	void close()
-	{
-		rdma_disconnect(id);
-		rdma_dereg_mr(ctrl_mr);
-		ibv_dereg_mr(mr);
-		rdma_destroy_ep(id);
-		std::free(buf);
-		id = nullptr;
-		qpx = nullptr;
-	}
-
+struct client : ext_fw::client_base<traits> {
 	// The server must be xiw for the extension rkeys to mean anything.
 	void require_xiw() const
 	{
@@ -863,90 +555,8 @@ struct client {
 	{
 		return (where == region_file ? target.file_addr : target.buf_addr) + off;
 	}
-	u64 laddr(std::size_t off) const { return reinterpret_cast<std::uintptr_t>(buf + off); }
 	u64 out_addr(unsigned slot) const { return laddr(out_off + slot * slot_size + slot_hash); }
 	u64 exp_addr(unsigned slot) const { return laddr(exp_off + slot * slot_size); }
-
-	void post_ctrl_recv(u32 slot)
-	{
-		post_recv(id->qp, ctrl_recv_wr_id + slot, &ctrl.recv[slot], sizeof(ctrl_msg),
-			  ctrl_mr->lkey);
-	}
-
-	ibv_wc wait_send(const char *what)
-	{
-		ibv_wc wc{};
-		if (!poll_one(id->send_cq, wc, op_timeout_ms))
-			fail("no completion for %s within %d s", what, op_timeout_ms / 1000);
-		return wc;
-	}
-
-	void wait_ok(const char *what, ibv_wc_opcode opc)
-	{
-		ibv_wc wc = wait_send(what);
-		if (wc.status != IBV_WC_SUCCESS)
-			fail("%s: %s", what, status_str(wc.status));
-		if (wc.opcode != opc)
-			fail("%s: wc opcode %d, expected %d", what, wc.opcode, opc);
-	}
-
-	void complete_qpx(const char *what)
-	{
-		if (int rc = ibv_wr_complete(qpx))
-			fail("ibv_wr_complete of %s: %s", what, std::strerror(rc));
-	}
-
-	void send_ctrl(const ctrl_msg &m)
-	{
-		ctrl.send = m;
-		const u64 a = reinterpret_cast<std::uintptr_t>(&ctrl.send);
-		if (qpx) {
-			ibv_wr_start(qpx);
-			qpx->wr_id = ctrl_send_wr_id;
-			qpx->wr_flags = IBV_SEND_SIGNALED;
-			ibv_wr_send(qpx);
-			ibv_wr_set_sge(qpx, ctrl_mr->lkey, a, sizeof(ctrl_msg));
-			complete_qpx("control send");
-		} else {
-			ibv_sge sge{a, sizeof(ctrl_msg), ctrl_mr->lkey};
-			ibv_send_wr wr{}, *bad = nullptr;
-			wr.wr_id = ctrl_send_wr_id;
-			wr.sg_list = &sge;
-			wr.num_sge = 1;
-			wr.opcode = IBV_WR_SEND;
-			wr.send_flags = IBV_SEND_SIGNALED;
-			if (int rc = ibv_post_send(id->qp, &wr, &bad))
-				fail("ibv_post_send of a control send: %s", std::strerror(rc));
-		}
-		wait_ok("control send", IBV_WC_SEND);
-	}
-
-	ctrl_msg recv_ctrl()
-	{
-		ibv_wc wc{};
-		if (!poll_one(id->recv_cq, wc, 2 * op_timeout_ms))
-			fail("no control message from the server within %d s",
-			     2 * op_timeout_ms / 1000);
-		if (wc.status != IBV_WC_SUCCESS)
-			fail("control receive: %s", status_str(wc.status));
-		if (wc.wr_id < ctrl_recv_wr_id || wc.wr_id >= ctrl_recv_wr_id + client_recv_depth)
-			fail("unexpected receive completion %" PRIu64, static_cast<u64>(wc.wr_id));
-		const auto slot = static_cast<u32>(wc.wr_id - ctrl_recv_wr_id);
-		ctrl_msg m = ctrl.recv[slot];
-		post_ctrl_recv(slot);
-		return m;
-	}
-
-	void expect_result(const char *what)
-	{
-		ctrl_msg r = recv_ctrl();
-		r.text[sizeof(r.text) - 1] = 0;
-		if (r.what != op::result)
-			fail("%s: control message %u from the server, expected a result", what,
-			     static_cast<unsigned>(r.what));
-		if (!r.ok)
-			fail("%s: the server says: %s", what, r.text);
-	}
 
 	// The server compares the CRC32c of LEN bytes at OFF of WHERE with that
 	// of EXPECTED (and, for the file, what read(2) returns).
@@ -973,45 +583,6 @@ struct client {
 		m.value = value;
 		send_ctrl(m);
 		expect_result(what);
-	}
-
-	void bye()
-	{
-		ctrl_msg m{};
-		m.what = op::bye;
-		send_ctrl(m);
-		expect_result("bye");
-	}
-
-	// RDMA Write (WRITE true) or Read of LEN bytes between local offset
-	// LOFF and RADDR, waited for.
-	void one_sided(bool write, std::size_t loff, u64 raddr, u32 len, u32 rkey)
-	{
-		const char *what = write ? "RDMA Write" : "RDMA Read";
-		if (qpx) {
-			ibv_wr_start(qpx);
-			qpx->wr_id = 1;
-			qpx->wr_flags = IBV_SEND_SIGNALED;
-			if (write)
-				ibv_wr_rdma_write(qpx, rkey, raddr);
-			else
-				ibv_wr_rdma_read(qpx, rkey, raddr);
-			ibv_wr_set_sge(qpx, mr->lkey, laddr(loff), len);
-			complete_qpx(what);
-		} else {
-			ibv_sge sge{laddr(loff), len, mr->lkey};
-			ibv_send_wr wr{}, *bad = nullptr;
-			wr.wr_id = 1;
-			wr.sg_list = &sge;
-			wr.num_sge = 1;
-			wr.opcode = write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
-			wr.send_flags = IBV_SEND_SIGNALED;
-			wr.wr.rdma.remote_addr = raddr;
-			wr.wr.rdma.rkey = rkey;
-			if (int rc = ibv_post_send(id->qp, &wr, &bad))
-				fail("ibv_post_send of an %s: %s", what, std::strerror(rc));
-		}
-		wait_ok(what, write ? IBV_WC_RDMA_WRITE : IBV_WC_RDMA_READ);
 	}
 
 	// Hash result slots: guard bytes around the hash, expected hashes.
@@ -1458,14 +1029,7 @@ void remote_error(client &cl, test_case which)
 
 void expect_eopnotsupp(client &cl, ibv_send_wr &wr, const char *what)
 {
-	ibv_send_wr *bad = nullptr;
-	int rc = ibv_post_send(cl.id->qp, &wr, &bad);
-	if (rc != EOPNOTSUPP)
-		fail("ibv_post_send of %s toward a peer without the extensions returned %d (%s), "
-		     "expected EOPNOTSUPP",
-		     what, rc, rc ? std::strerror(rc) : "success");
-	if (bad != &wr)
-		fail("ibv_post_send of %s: bad_wr does not point to it", what);
+	cl.expect_eopnotsupp(wr, what);
 	std::printf("commit: unsupported: %s: EOPNOTSUPP (as expected)\n", what);
 }
 
@@ -1508,18 +1072,7 @@ void unsupported(client &cl)
 		fl.send_flags = IBV_SEND_SIGNALED;
 		expect_eopnotsupp(cl, fl, "XIWDV_WR_EXTENDED RDMA Flush");
 	}
-	// Nothing of that may have been queued.
-	std::this_thread::sleep_for(std::chrono::milliseconds(200));
-	ibv_wc wc{};
-	if (int n = ibv_poll_cq(cl.id->send_cq, 1, &wc); n != 0)
-		fail("a refused work request produced a completion (wr_id %" PRIu64 ", %s)",
-		     static_cast<u64>(wc.wr_id), status_str(wc.status));
-	ibv_qp_attr qa{};
-	ibv_qp_init_attr qia{};
-	if (ibv_query_qp(cl.id->qp, &qa, IBV_QP_STATE, &qia))
-		die("ibv_query_qp");
-	if (qa.qp_state != IBV_QPS_RTS)
-		fail("QP state %d after the refused posts, expected RTS", qa.qp_state);
+	cl.expect_nothing_queued();
 
 	// [RDMA Write, Atomic Write]: the Write is posted, the Atomic Write
 	// refused.
@@ -1591,14 +1144,12 @@ void durable(client &cl)
 		    durable_a_off, durable_b_off, tag.c_str());
 }
 
-void run_case(const char *addr, const char *port, test_case which)
+// What case WHICH does on its connection (see ext_fw::run_client()).
+void run_case(client &cl, test_case which)
 {
-	client cl;
-	cl.open(addr, port, which, which == test_case::qp_ex);
 	switch (which) {
 	case test_case::pipeline:
 		pipeline(cl);
-		cl.bye();
 		break;
 	case test_case::pipeline_bad_hash:
 	case test_case::pipeline_bad_sha256:
@@ -1606,11 +1157,9 @@ void run_case(const char *addr, const char *port, test_case which)
 		break;
 	case test_case::qp_ex:
 		qp_ex(cl);
-		cl.bye();
 		break;
 	case test_case::verify_hash:
 		verify_hash(cl);
-		cl.bye();
 		break;
 	case test_case::flush_no_right:
 	case test_case::flush_type_no_right:
@@ -1621,63 +1170,23 @@ void run_case(const char *addr, const char *port, test_case which)
 		break;
 	case test_case::unsupported:
 		unsupported(cl);
-		cl.bye();
 		break;
 	case test_case::durable:
 		durable(cl);
-		cl.bye();
 		break;
 	case test_case::quit:
 		break;
 	}
-	cl.close();
-}
-
-int run_client(const char *addr, const char *port, char **names, int n)
-{
-	for (int i = 0; i < n; i++) {
-		const case_name *found = nullptr;
-		for (const auto &c : case_names)
-			if (std::strcmp(c.name, names[i]) == 0)
-				found = &c;
-		if (!found) {
-			std::fprintf(stderr, "unknown case %s\n", names[i]);
-			return 2;
-		}
-		g_case = found->name;
-		const auto t0 = clock_type::now();
-		run_case(addr, port, found->c);
-		const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
-		std::printf("commit: %s: ok (%.1f s)\n", found->name, s);
-		std::fflush(stdout);
-	}
-	return 0;
 }
 
 // =============================================================================
 // Local checks
 // =============================================================================
 
-ibv_context *open_device(const char *dev_name)
-{
-	int n = 0;
-	ibv_device **list = ibv_get_device_list(&n);
-	if (!list)
-		die("ibv_get_device_list");
-	ibv_context *ctx = nullptr;
-	for (int i = 0; i < n; i++)
-		if (std::strcmp(ibv_get_device_name(list[i]), dev_name) == 0)
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!ctx)
-		fail("no device %s", dev_name);
-	return ctx;
-}
-
 int run_caps(const char *dev_name)
 {
 	g_case = "caps";
-	ibv_context *ctx = open_device(dev_name);
+	ibv_context *ctx = ext_fw::open_device(dev_name);
 	if (!xiwdv_is_xiw_context(ctx))
 		fail("%s is not an xiw device", dev_name);
 	const u32 all = XIWDV_CAP_ATOMICS | XIWDV_CAP_IMMEDIATE | XIWDV_CAP_FLUSH_GLOBAL |
@@ -1706,7 +1215,7 @@ void *map_or_die(void *at, std::size_t len, int flags, int fd)
 int run_registration(const char *dev_name, const char *path)
 {
 	g_case = "registration";
-	ibv_context *ctx = open_device(dev_name);
+	ibv_context *ctx = ext_fw::open_device(dev_name);
 	ibv_pd *pd = ibv_alloc_pd(ctx);
 	if (!pd)
 		fail("ibv_alloc_pd: %s", std::strerror(errno));
@@ -1794,6 +1303,7 @@ int run_registration(const char *dev_name, const char *path)
 
 int main(int argc, char **argv)
 {
+	ext_fw::g_tool = "commit";
 	self_test();
 	if (argc == 3 && std::strcmp(argv[1], "caps") == 0)
 		return run_caps(argv[2]);
@@ -1804,7 +1314,7 @@ int main(int argc, char **argv)
 	if (argc == 6 && std::strcmp(argv[1], "server") == 0 && std::strcmp(argv[2], "-f") == 0)
 		return run_server(argv[3], argv[4], argv[5]);
 	if (argc >= 5 && std::strcmp(argv[1], "client") == 0)
-		return run_client(argv[2], argv[3], argv + 4, argc - 4);
+		return ext_fw::run_client(argv[2], argv[3], argv + 4, argc - 4, run_case);
 	std::fprintf(stderr,
 		     "usage: %s server [-f FILE] ADDR PORT | client ADDR PORT CASE... |\n"
 		     "       %s caps DEVICE | %s registration DEVICE FILE\n",

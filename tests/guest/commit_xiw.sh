@@ -37,17 +37,10 @@ log=$XIW_OUT/commit-server.log
 server_start "$log" "$commit" server -f "$fs/server.dat"
 cases="pipeline pipeline_bad_hash pipeline_bad_sha256 qp_ex verify_hash"
 failed=
-for c in $cases; do
-	on a timeout 300 "$commit" client "$XIW_ADDR_B" "$port" "$c" || failed="$failed $c"
-done
-if [ -z "$failed" ]; then
-	on a timeout 60 "$commit" client "$XIW_ADDR_B" "$port" quit || failed=" quit"
-fi
-server_finish "$log" "$failed" || failed="$failed server"
+client_cases "$log" 300 "$cases" "$commit" client
 # After a failed Verify the record is in place and the pointer untouched.
-for c in pipeline_bad_hash pipeline_bad_sha256; do
-	grep -Eq "^commit server: $c: connection closed, 0 bytes changed \(record in place, pointer not written\)$" "$log" ||
-		failed="$failed $c(server)"
-done
+expect_lines "$log" \
+	'^commit server: %s: connection closed, 0 bytes changed \(record in place, pointer not written\)$' \
+	"pipeline_bad_hash pipeline_bad_sha256"
 [ -z "$failed" ] || { echo "FAIL: xiw_commit_test:$failed"; exit 1; }
 echo "commit xiw: ok"

@@ -98,3 +98,30 @@ server_finish() {
 	sed 's/^/  server: /' "$1"
 	return "$rc"
 }
+
+# client_cases LOG TIMEOUT CASES CMD...: runs "CMD $XIW_ADDR_B $port CASE"
+# on host a for each of the space-separated CASES, then CASE "quit" (which
+# ends the server of server_start), and waits for that server
+# (server_finish LOG).  Appends what failed to $failed.
+client_cases() {
+	local log=$1 timeout=$2 cases=$3 c
+	shift 3
+	for c in $cases; do
+		on a timeout "$timeout" "$@" "$XIW_ADDR_B" "$port" "$c" || failed="$failed $c"
+	done
+	if [ -z "${failed:-}" ]; then
+		on a timeout 60 "$@" "$XIW_ADDR_B" "$port" quit || failed="$failed quit"
+	fi
+	server_finish "$log" "${failed:-}" || failed="$failed server"
+}
+
+# expect_lines LOG FORMAT CASES: for each of CASES, LOG must have a line
+# matching the extended regex FORMAT with %s replaced by the case.
+# Appends the cases without one to $failed.
+expect_lines() {
+	local log=$1 format=$2 c
+	for c in $3; do
+		# shellcheck disable=SC2059 # FORMAT is the caller's pattern
+		grep -Eq "$(printf "$format" "$c")" "$log" || failed="${failed:-} $c(log)"
+	done
+}

@@ -26,11 +26,7 @@ run_unsupported() {
 	local name=$1 bin=$2 log=$3 failed=
 	shift 3
 	server_start "$log" "$bin" server "$@"
-	on a timeout 120 "$bin" client "$XIW_ADDR_B" "$port" unsupported || failed=unsupported
-	if [ -z "$failed" ]; then
-		on a timeout 60 "$bin" client "$XIW_ADDR_B" "$port" quit || failed=quit
-	fi
-	server_finish "$log" "$failed" || failed="$failed server"
+	client_cases "$log" 120 unsupported "$bin" client
 	[ -z "$failed" ] || { echo "FAIL: $name toward siw: $failed"; return 1; }
 }
 

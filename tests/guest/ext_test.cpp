@@ -37,6 +37,7 @@
 #include <rdma/rdma_verbs.h>
 #include <xiw/atomic_ops.h>
 
+#include "ext_framework.h"
 #include "rdma_test_util.h"
 
 #include <poll.h>
@@ -45,7 +46,6 @@
 #include <bit>
 #include <chrono>
 #include <cinttypes>
-#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -57,15 +57,15 @@
 
 namespace {
 
+namespace ext_fw = xiw_test::ext_fw;
+using namespace ext_fw; // fail(), pattern(), poll_one() ...
 using xiw_test::die;
-using xiw_test::wait_disconnect;
-using xiw_test::resolve;
+using xiw_test::strf;
 using u64 = std::uint64_t;
 using clock_type = std::chrono::steady_clock;
 
 // ---- layout of the 4 MiB buffer of either side ---------------------------
 
-constexpr std::uint32_t pd_magic = 0x78697745; // "xiwE"
 constexpr std::size_t buf_size = 4u << 20;
 // Server: 64-bit words the atomics work on.  Client: 8-byte result slots.
 constexpr std::size_t atomic_off = 0;
@@ -83,12 +83,7 @@ constexpr std::size_t data_off = 64u << 10;
 constexpr std::uint8_t guard = 0xee;
 constexpr std::uint32_t error_seed = 0x5eed;
 
-constexpr std::uint32_t client_send_depth = 128;
-constexpr std::uint32_t client_recv_depth = 8;
-constexpr std::uint32_t server_send_depth = 16;
-constexpr std::uint32_t server_recv_depth = 256;
-constexpr unsigned window = 64;    // work requests in flight per batch
-constexpr int op_timeout_ms = 60000;
+constexpr unsigned window = 64; // work requests in flight per batch
 
 // ---- cases -----------------------------------------------------------------
 
@@ -106,47 +101,6 @@ enum class test_case : std::uint32_t {
 	atomic_no_right,
 	unsupported,
 	quit,
-};
-
-struct case_name {
-	test_case c;
-	const char *name;
-};
-
-constexpr case_name case_names[] = {
-	{test_case::atomic_verbs, "atomic_verbs"},
-	{test_case::atomic_qp_ex, "atomic_qp_ex"},
-	{test_case::masked_wire, "masked_wire"},
-	{test_case::write_imm, "write_imm"},
-	{test_case::send_imm, "send_imm"},
-	{test_case::solicited, "solicited"},
-	{test_case::order, "order"},
-	{test_case::no_receive_imm, "no_receive_imm"},
-	{test_case::no_receive_send_imm, "no_receive_send_imm"},
-	{test_case::atomic_unaligned, "atomic_unaligned"},
-	{test_case::atomic_no_right, "atomic_no_right"},
-	{test_case::unsupported, "unsupported"},
-	{test_case::quit, "quit"},
-};
-
-const char *name_of(test_case c)
-{
-	for (const auto &n : case_names)
-		if (n.c == c)
-			return n.name;
-	return "?";
-}
-
-bool is_error_case(test_case c)
-{
-	return c == test_case::no_receive_imm || c == test_case::no_receive_send_imm ||
-	       c == test_case::atomic_unaligned || c == test_case::atomic_no_right;
-}
-
-// Client -> server in the connect private data.
-struct connect_pd {
-	std::uint32_t magic;
-	test_case which;
 };
 
 // Server -> client in the accept private data: the server's buffer.
@@ -175,84 +129,51 @@ struct ctrl_msg {
 	char text[168];	  // result: what went wrong
 };
 
-// ---- failure reporting -----------------------------------------------------
+// ---- what ext_framework.h needs to know ------------------------------------
 
-const char *g_case = "setup";
+struct traits {
+	using case_type = test_case;
+	using msg = ctrl_msg;
+	using target = accept_pd;
+	static constexpr std::uint32_t pd_magic = 0x78697745; // "xiwE"
+	static constexpr op result = op::result;
+	static constexpr op bye = op::bye;
+	static constexpr ext_fw::case_name<test_case> cases[] = {
+		{test_case::atomic_verbs, "atomic_verbs"},
+		{test_case::atomic_qp_ex, "atomic_qp_ex"},
+		{test_case::masked_wire, "masked_wire"},
+		{test_case::write_imm, "write_imm"},
+		{test_case::send_imm, "send_imm"},
+		{test_case::solicited, "solicited"},
+		{test_case::order, "order"},
+		{test_case::no_receive_imm, "no_receive_imm"},
+		{test_case::no_receive_send_imm, "no_receive_send_imm"},
+		{test_case::atomic_unaligned, "atomic_unaligned"},
+		{test_case::atomic_no_right, "atomic_no_right"},
+		{test_case::unsupported, "unsupported"},
+		{test_case::quit, "quit"},
+	};
 
-[[noreturn]] __attribute__((format(printf, 1, 2))) void fail(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	xiw_test::vfail("ext", g_case, fmt, ap);
-}
+	static bool is_error_case(test_case c)
+	{
+		return c == test_case::no_receive_imm || c == test_case::no_receive_send_imm ||
+		       c == test_case::atomic_unaligned || c == test_case::atomic_no_right;
+	}
 
-__attribute__((format(printf, 1, 2))) std::string strf(const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-	va_start(ap, fmt);
-	std::vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return msg;
-}
+	static bool target_fits(const accept_pd &t) { return t.len >= buf_size; }
 
-[[noreturn]] void die_rc(const char *what, int rc)
-{
-	std::fprintf(stderr, "%s: %s\n", what, std::strerror(rc));
-	std::exit(1);
-}
-
-const char *status_str(int s)
-{
-	return s < 0 ? "timeout" : ibv_wc_status_str(static_cast<ibv_wc_status>(s));
-}
-
-// ---- data patterns ---------------------------------------------------------
-
-std::uint8_t pattern(std::uint32_t seed, std::size_t i)
-{
-	std::uint32_t x = (seed + 1) * 0x9e3779b1u ^ static_cast<std::uint32_t>(i) * 0x85ebca77u;
-	x ^= x >> 15;
-	x *= 0x2c1b3c6du;
-	x ^= x >> 12;
-	return static_cast<std::uint8_t>(x ^ (x >> 24));
-}
-
-void fill(std::uint8_t *p, std::size_t n, std::uint32_t seed)
-{
-	for (std::size_t i = 0; i < n; i++)
-		p[i] = pattern(seed, i);
-}
-
-// Index of the first byte that differs, or n.
-std::size_t mismatch_at(const std::uint8_t *p, std::size_t n, std::uint32_t seed)
-{
-	for (std::size_t i = 0; i < n; i++)
-		if (p[i] != pattern(seed, i))
-			return i;
-	return n;
-}
-
-std::uint8_t *alloc_buffer()
-{
-	void *p = std::aligned_alloc(4096, buf_size);
-	if (!p)
-		die("aligned_alloc");
-	std::memset(p, 0, buf_size);
-	return static_cast<std::uint8_t *>(p);
-}
-
-u64 load64(const std::uint8_t *p)
-{
-	u64 v;
-	std::memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-void store64(std::uint8_t *p, u64 v)
-{
-	std::memcpy(p, &v, sizeof(v));
-}
+	static constexpr std::size_t server_buf_size = buf_size;
+	static constexpr std::uint32_t server_send_depth = 16;
+	static constexpr std::uint32_t server_recv_depth = 256;
+	static constexpr std::size_t client_buf_size = buf_size;
+	static constexpr std::uint32_t client_send_depth = 128;
+	static constexpr std::uint32_t client_send_sge = 1;
+	static constexpr test_case qp_ex_case = test_case::atomic_qp_ex;
+	static constexpr std::uint64_t qp_ex_ops =
+		IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+		IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_SEND;
+	static constexpr const char *qp_ex_ops_text = "atomics, write, read, send";
+};
 
 // ---- message plans shared by both sides ------------------------------------
 
@@ -355,99 +276,24 @@ std::vector<item> make_plan(plan_kind kind, std::uint32_t seed)
 	return items;
 }
 
-// ---- completion polling ----------------------------------------------------
-
-// One completion of CQ, or false after TIMEOUT_MS.  Spins briefly, then
-// naps: the guest has two CPUs, and the kernel's side of RDMA needs them.
-bool poll_one(ibv_cq *cq, ibv_wc &wc, int timeout_ms)
-{
-	const auto until = clock_type::now() + std::chrono::milliseconds(timeout_ms);
-	for (unsigned spin = 0;; spin++) {
-		int n = ibv_poll_cq(cq, 1, &wc);
-		if (n < 0)
-			die("ibv_poll_cq");
-		if (n == 1)
-			return true;
-		if (spin < 200)
-			continue;
-		if (clock_type::now() > until)
-			return false;
-		std::this_thread::sleep_for(std::chrono::microseconds(20));
-	}
-}
-
-void post_recv(ibv_qp *qp, u64 wr_id, void *addr, std::uint32_t len, std::uint32_t lkey)
-{
-	ibv_sge sge{reinterpret_cast<std::uintptr_t>(addr), len, lkey};
-	ibv_recv_wr wr{}, *bad = nullptr;
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	if (int rc = ibv_post_recv(qp, &wr, &bad))
-		die_rc("ibv_post_recv", rc);
-}
-
 // =============================================================================
 // Server
 // =============================================================================
 
-constexpr u64 ctrl_wr_id = 1;
 constexpr u64 data_wr_id = 0x10000;
 
-struct server_conn {
-	rdma_cm_id *id = nullptr;
-	test_case which{};
-	bool xiw = false; // the device speaks xiwdv (64-bit immediates)
-	std::uint8_t *buf = nullptr;
+struct server_conn : ext_fw::server_conn_base<traits> {
 	ibv_mr *mr = nullptr;
 	ibv_mr *mr_no_atomic = nullptr;
-	struct {
-		ctrl_msg send;
-		ctrl_msg recv;
-	} ctrl{};
-	ibv_mr *ctrl_mr = nullptr;
 	bool atomic_mr = false;
 
-	void post_ctrl_recv()
-	{
-		post_recv(id->qp, ctrl_wr_id, &ctrl.recv, sizeof(ctrl.recv), ctrl_mr->lkey);
-	}
-
-	bool send(const ctrl_msg &m)
-	{
-		ctrl.send = m;
-		ibv_sge sge{reinterpret_cast<std::uintptr_t>(&ctrl.send), sizeof(ctrl.send),
-			    ctrl_mr->lkey};
-		ibv_send_wr wr{}, *bad = nullptr;
-		wr.wr_id = ctrl_wr_id;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		wr.opcode = IBV_WR_SEND;
-		wr.send_flags = IBV_SEND_SIGNALED;
-		if (int rc = ibv_post_send(id->qp, &wr, &bad))
-			die_rc("ibv_post_send", rc);
-		ibv_wc wc{};
-		if (!poll_one(id->send_cq, wc, op_timeout_ms)) {
-			std::printf("ext server: control send timed out\n");
-			return false;
-		}
-		if (wc.status != IBV_WC_SUCCESS) {
-			std::printf("ext server: control send: %s\n", status_str(wc.status));
-			return false;
-		}
-		return true;
-	}
+	// What ext_fw::run_server() calls.
+	bool setup();
+	accept_pd target() const;
+	bool handle(const ctrl_msg &m, ctrl_msg &r);
+	std::size_t changed(std::string &note) const;
+	void release();
 };
-
-int g_failures = 0;
-int g_connections = 0;
-
-void server_fail(const server_conn &c, const std::string &what)
-{
-	std::printf("ext server: FAIL: %s: %s\n", name_of(c.which), what.c_str());
-	std::fflush(stdout);
-	g_failures++;
-}
 
 // Checks the receive completion WC of plan item IT (number I).
 std::string check_item(server_conn &c, const item &it, std::size_t i, const ibv_wc &wc)
@@ -590,325 +436,73 @@ void serve_expect(server_conn &c, const ctrl_msg &m, ctrl_msg &r)
 	}
 }
 
-// Control loop of a data case, until "bye" or the client is gone.
-void serve_ctrl(server_conn &c)
+// ---- what ext_fw::run_server() calls ----------------------------------------
+
+bool server_conn::setup()
 {
-	for (;;) {
-		ibv_wc wc{};
-		if (!poll_one(c.id->recv_cq, wc, 600000)) {
-			server_fail(c, "no control message for 10 minutes");
-			return;
-		}
-		if (wc.status != IBV_WC_SUCCESS)
-			return; // flushed: the client went away
-		if (wc.wr_id != ctrl_wr_id) {
-			server_fail(c, strf("unexpected receive completion %" PRIu64,
-					    static_cast<u64>(wc.wr_id)));
-			return;
-		}
-		const ctrl_msg m = c.ctrl.recv;
-		ctrl_msg r{};
-		r.what = op::result;
-		r.ok = 1;
-		switch (m.what) {
-		case op::expect:
-			serve_expect(c, m, r);
-			break;
-		case op::check:
-			if (m.off < data_off || m.off + m.len > buf_size) {
-				r.ok = 0;
-				std::snprintf(r.text, sizeof(r.text), "check out of range");
-			} else if (std::size_t bad = mismatch_at(c.buf + m.off, m.len, m.seed);
-				   bad != m.len) {
-				r.ok = 0;
-				std::snprintf(r.text, sizeof(r.text),
-					      "written data wrong at byte %zu of %" PRIu64, bad,
-					      static_cast<u64>(m.len));
-				server_fail(c, r.text);
-			}
-			c.post_ctrl_recv();
-			break;
-		case op::bye:
-			c.send(r);
-			return;
-		default:
+	if (traits::is_error_case(which))
+		fill(buf, buf_size, error_seed);
+	const int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	mr = ibv_reg_mr(id->pd, buf, buf_size, rw | IBV_ACCESS_REMOTE_ATOMIC);
+	atomic_mr = mr != nullptr;
+	if (!mr) // a device without atomics may refuse the right
+		mr = ibv_reg_mr(id->pd, buf, buf_size, rw);
+	mr_no_atomic = ibv_reg_mr(id->pd, buf, buf_size, rw);
+	ctrl_mr = rdma_reg_msgs(id, &ctrl, sizeof(ctrl));
+	if (!mr || !mr_no_atomic || !ctrl_mr)
+		die("register memory");
+	return true;
+}
+
+accept_pd server_conn::target() const
+{
+	return {traits::pd_magic, mr->rkey, mr_no_atomic->rkey, atomic_mr,
+		reinterpret_cast<std::uintptr_t>(buf), buf_size};
+}
+
+// The control messages of a data case.
+bool server_conn::handle(const ctrl_msg &m, ctrl_msg &r)
+{
+	switch (m.what) {
+	case op::expect:
+		serve_expect(*this, m, r);
+		return true;
+	case op::check:
+		if (m.off < data_off || m.off + m.len > buf_size) {
 			r.ok = 0;
-			std::snprintf(r.text, sizeof(r.text), "unknown control message %u",
-				      static_cast<unsigned>(m.what));
-			c.post_ctrl_recv();
-			break;
+			std::snprintf(r.text, sizeof(r.text), "check out of range");
+		} else if (std::size_t bad = mismatch_at(buf + m.off, m.len, m.seed); bad != m.len) {
+			r.ok = 0;
+			std::snprintf(r.text, sizeof(r.text), "written data wrong at byte %zu of %" PRIu64,
+				      bad, static_cast<u64>(m.len));
+			server_fail(*this, r.text);
 		}
-		if (!c.send(r))
-			return;
+		post_ctrl_recv();
+		return true;
+	default:
+		return false;
 	}
 }
 
-// Waits for the end of the connection; false on timeout.
-
-// Error cases: no receive posted, nothing to follow; once the client has
-// gone, nothing in the buffer may have changed.
-void serve_error(server_conn &c)
+// Error cases: nothing in the buffer may have changed.
+std::size_t server_conn::changed(std::string &) const
 {
-	if (!wait_disconnect(c.id, 120000)) {
-		server_fail(c, "the client did not disconnect within 120 s");
-		return;
-	}
-	std::size_t changed = 0;
-	for (std::size_t i = 0; i < buf_size; i++)
-		changed += c.buf[i] != pattern(error_seed, i);
-	std::printf("ext server: %s: connection closed, %zu bytes changed\n", name_of(c.which),
-		    changed);
-	std::fflush(stdout);
-	if (changed)
-		g_failures++;
+	return bytes_changed(buf, buf_size, error_seed);
 }
 
-int run_server(const char *addr, const char *port)
+void server_conn::release()
 {
-	rdma_addrinfo *res = resolve(addr, port, true);
-	rdma_cm_id *listen_id = nullptr;
-	ibv_qp_init_attr attr = xiw_test::rc_qp_attr(server_send_depth, server_recv_depth);
-
-	if (rdma_create_ep(&listen_id, res, nullptr, &attr))
-		die("rdma_create_ep");
-	if (rdma_listen(listen_id, 4))
-		die("rdma_listen");
-	std::printf("ext server: listening on %s:%s\n", addr, port);
-	std::fflush(stdout);
-
-	for (;;) {
-		server_conn c;
-		if (rdma_get_request(listen_id, &c.id))
-			die("rdma_get_request");
-		connect_pd req{};
-		const rdma_conn_param &cp = c.id->event->param.conn;
-		if (cp.private_data && cp.private_data_len >= sizeof(req))
-			std::memcpy(&req, cp.private_data, sizeof(req));
-		if (req.magic != pd_magic) {
-			std::printf("ext server: connect request without our private data, rejected\n");
-			rdma_reject(c.id, nullptr, 0);
-			rdma_destroy_ep(c.id);
-			continue;
-		}
-		c.which = req.which;
-		c.xiw = xiwdv_is_xiw_context(c.id->verbs);
-		g_connections++;
-
-		c.buf = alloc_buffer();
-		if (is_error_case(c.which))
-			fill(c.buf, buf_size, error_seed);
-		const int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-		c.mr = ibv_reg_mr(c.id->pd, c.buf, buf_size, rw | IBV_ACCESS_REMOTE_ATOMIC);
-		c.atomic_mr = c.mr != nullptr;
-		if (!c.mr) // a device without atomics may refuse the right
-			c.mr = ibv_reg_mr(c.id->pd, c.buf, buf_size, rw);
-		c.mr_no_atomic = ibv_reg_mr(c.id->pd, c.buf, buf_size, rw);
-		c.ctrl_mr = rdma_reg_msgs(c.id, &c.ctrl, sizeof(c.ctrl));
-		if (!c.mr || !c.mr_no_atomic || !c.ctrl_mr)
-			die("register memory");
-
-		// The error cases need a QP without any receive posted.
-		const bool ctrl = !is_error_case(c.which) && c.which != test_case::quit;
-		if (ctrl)
-			c.post_ctrl_recv();
-		bool peer_gone = false;
-		accept_pd t{pd_magic, c.mr->rkey, c.mr_no_atomic->rkey, c.atomic_mr,
-			    reinterpret_cast<std::uintptr_t>(c.buf), buf_size};
-		rdma_conn_param p{};
-		p.responder_resources = 16;
-		p.initiator_depth = 16;
-		p.retry_count = 7;
-		p.private_data = &t;
-		p.private_data_len = sizeof(t);
-		if (rdma_accept(c.id, &p)) {
-			std::printf("ext server: %s: rdma_accept: %s\n", name_of(c.which),
-				    std::strerror(errno));
-			g_failures++;
-		} else if (c.which == test_case::quit) {
-			peer_gone = wait_disconnect(c.id, 30000);
-		} else if (ctrl) {
-			serve_ctrl(c);
-		} else {
-			serve_error(c);
-			peer_gone = true;
-		}
-		// A synchronous rdma_disconnect() waits for a DISCONNECTED
-		// event, and an id gets only one: not after the peer's.
-		if (!peer_gone)
-			rdma_disconnect(c.id);
-		rdma_dereg_mr(c.ctrl_mr);
-		ibv_dereg_mr(c.mr);
-		ibv_dereg_mr(c.mr_no_atomic);
-		rdma_destroy_ep(c.id);
-		std::free(c.buf);
-		if (c.which == test_case::quit) {
-			std::printf("ext server: %d connections, %d failures\n", g_connections,
-				    g_failures);
-			return g_failures ? 1 : 0;
-		}
-	}
+	rdma_dereg_mr(ctrl_mr);
+	ibv_dereg_mr(mr);
+	ibv_dereg_mr(mr_no_atomic);
 }
 
 // =============================================================================
 // Client
 // =============================================================================
 
-constexpr u64 ctrl_send_wr_id = 0xc0;
-constexpr u64 ctrl_recv_wr_id = 0xc1;
-
-struct client {
-	rdma_cm_id *id = nullptr;
-	ibv_qp_ex *qpx = nullptr; // set: every send goes through ibv_wr_*()
-	std::uint8_t *buf = nullptr;
-	ibv_mr *mr = nullptr;
-	struct {
-		ctrl_msg send;
-		ctrl_msg recv[client_recv_depth];
-	} ctrl{};
-	ibv_mr *ctrl_mr = nullptr;
-	accept_pd target{};
-
-	void open(const char *addr, const char *port, test_case which, bool qp_ex)
-	{
-		rdma_addrinfo *res = resolve(addr, port, false);
-		ibv_qp_init_attr attr = xiw_test::rc_qp_attr(client_send_depth, client_recv_depth);
-		if (rdma_create_ep(&id, res, nullptr, qp_ex ? nullptr : &attr))
-			die("rdma_create_ep");
-		rdma_freeaddrinfo(res);
-		if (qp_ex) {
-			ibv_qp_init_attr_ex ax{};
-			ax.qp_type = IBV_QPT_RC;
-			ax.cap = attr.cap;
-			ax.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-			ax.pd = id->pd;
-			ax.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
-					    IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-					    IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ |
-					    IBV_QP_EX_WITH_SEND;
-			if (rdma_create_qp_ex(id, &ax))
-				fail("rdma_create_qp_ex with send_ops_flags (atomics, write, read, "
-				     "send): %s",
-				     std::strerror(errno));
-			qpx = ibv_qp_to_qp_ex(id->qp);
-			if (!qpx)
-				fail("ibv_qp_to_qp_ex returned NULL");
-		}
-		buf = alloc_buffer();
-		mr = ibv_reg_mr(id->pd, buf, buf_size, IBV_ACCESS_LOCAL_WRITE);
-		ctrl_mr = rdma_reg_msgs(id, &ctrl, sizeof(ctrl));
-		if (!mr || !ctrl_mr)
-			die("register memory");
-		for (std::uint32_t i = 0; i < client_recv_depth; i++)
-			post_ctrl_recv(i);
-
-		connect_pd req{pd_magic, which};
-		rdma_conn_param p{};
-		p.responder_resources = 16;
-		p.initiator_depth = 16;
-		p.retry_count = 7;
-		p.private_data = &req;
-		p.private_data_len = sizeof(req);
-		if (rdma_connect(id, &p))
-			fail("rdma_connect: %s", std::strerror(errno));
-		const rdma_conn_param &cp = id->event->param.conn;
-		if (!cp.private_data || cp.private_data_len < sizeof(target))
-			fail("no target description in the accept private data (%u bytes)",
-			     cp.private_data_len);
-		std::memcpy(&target, cp.private_data, sizeof(target));
-		if (target.magic != pd_magic || target.len < buf_size)
-			fail("bad target description from the server");
-	}
-
-	void close()
-	{
-		rdma_disconnect(id);
-		rdma_dereg_mr(ctrl_mr);
-		ibv_dereg_mr(mr);
-		rdma_destroy_ep(id);
-		std::free(buf);
-		id = nullptr;
-		qpx = nullptr;
-	}
-
+struct client : ext_fw::client_base<traits> {
 	u64 raddr(std::size_t off) const { return target.addr + off; }
-	u64 laddr(std::size_t off) const { return reinterpret_cast<std::uintptr_t>(buf + off); }
-
-	void post_ctrl_recv(std::uint32_t slot)
-	{
-		post_recv(id->qp, ctrl_recv_wr_id + slot, &ctrl.recv[slot], sizeof(ctrl_msg),
-			  ctrl_mr->lkey);
-	}
-
-	void post(ibv_send_wr &wr, const char *what)
-	{
-		ibv_send_wr *bad = nullptr;
-		if (int rc = ibv_post_send(id->qp, &wr, &bad))
-			fail("ibv_post_send of %s: %s", what, std::strerror(rc));
-	}
-
-	void complete_qpx(const char *what)
-	{
-		if (int rc = ibv_wr_complete(qpx))
-			fail("ibv_wr_complete of %s: %s", what, std::strerror(rc));
-	}
-
-	ibv_wc wait_send(const char *what)
-	{
-		ibv_wc wc{};
-		if (!poll_one(id->send_cq, wc, op_timeout_ms))
-			fail("no completion for %s within %d s", what, op_timeout_ms / 1000);
-		return wc;
-	}
-
-	// Waits for the completion of WHAT: it must succeed with opcode OPC.
-	void wait_ok(const char *what, ibv_wc_opcode opc)
-	{
-		ibv_wc wc = wait_send(what);
-		if (wc.status != IBV_WC_SUCCESS)
-			fail("%s: %s", what, status_str(wc.status));
-		if (wc.opcode != opc)
-			fail("%s: wc opcode %d, expected %d", what, wc.opcode, opc);
-	}
-
-	void send_ctrl(const ctrl_msg &m)
-	{
-		ctrl.send = m;
-		const u64 a = reinterpret_cast<std::uintptr_t>(&ctrl.send);
-		if (qpx) {
-			ibv_wr_start(qpx);
-			qpx->wr_id = ctrl_send_wr_id;
-			qpx->wr_flags = IBV_SEND_SIGNALED;
-			ibv_wr_send(qpx);
-			ibv_wr_set_sge(qpx, ctrl_mr->lkey, a, sizeof(ctrl_msg));
-			complete_qpx("control send");
-		} else {
-			ibv_sge sge{a, sizeof(ctrl_msg), ctrl_mr->lkey};
-			ibv_send_wr wr{};
-			wr.wr_id = ctrl_send_wr_id;
-			wr.sg_list = &sge;
-			wr.num_sge = 1;
-			wr.opcode = IBV_WR_SEND;
-			wr.send_flags = IBV_SEND_SIGNALED;
-			post(wr, "control send");
-		}
-		wait_ok("control send", IBV_WC_SEND);
-	}
-
-	ctrl_msg recv_ctrl()
-	{
-		ibv_wc wc{};
-		if (!poll_one(id->recv_cq, wc, 2 * op_timeout_ms))
-			fail("no control message from the server within %d s",
-			     2 * op_timeout_ms / 1000);
-		if (wc.status != IBV_WC_SUCCESS)
-			fail("control receive: %s", status_str(wc.status));
-		if (wc.wr_id < ctrl_recv_wr_id || wc.wr_id >= ctrl_recv_wr_id + client_recv_depth)
-			fail("unexpected receive completion %" PRIu64, static_cast<u64>(wc.wr_id));
-		const auto slot = static_cast<std::uint32_t>(wc.wr_id - ctrl_recv_wr_id);
-		ctrl_msg m = ctrl.recv[slot];
-		post_ctrl_recv(slot);
-		return m;
-	}
 
 	ctrl_msg expect(op what)
 	{
@@ -923,55 +517,8 @@ struct client {
 		return m;
 	}
 
-	void expect_result(const char *what)
-	{
-		ctrl_msg r = expect(op::result);
-		r.text[sizeof(r.text) - 1] = 0;
-		if (!r.ok)
-			fail("%s: the server says: %s", what, r.text);
-	}
-
-	void bye()
-	{
-		ctrl_msg m{};
-		m.what = op::bye;
-		send_ctrl(m);
-		expect(op::result);
-	}
-
 	// ---- one-sided operations, through ibv_qp_ex when the QP has it ----
 
-	// RDMA Write (WRITE true) or Read of LEN bytes between local offset LOFF
-	// and RADDR.
-	void one_sided(bool write, std::size_t loff, u64 raddr, std::uint32_t len,
-		       std::uint32_t rkey)
-	{
-		const char *what = write ? "RDMA Write" : "RDMA Read";
-		const u64 wr_id = write ? 1 : 2;
-		if (qpx) {
-			ibv_wr_start(qpx);
-			qpx->wr_id = wr_id;
-			qpx->wr_flags = IBV_SEND_SIGNALED;
-			if (write)
-				ibv_wr_rdma_write(qpx, rkey, raddr);
-			else
-				ibv_wr_rdma_read(qpx, rkey, raddr);
-			ibv_wr_set_sge(qpx, mr->lkey, laddr(loff), len);
-			complete_qpx(what);
-		} else {
-			ibv_sge sge{laddr(loff), len, mr->lkey};
-			ibv_send_wr wr{};
-			wr.wr_id = wr_id;
-			wr.sg_list = &sge;
-			wr.num_sge = 1;
-			wr.opcode = write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
-			wr.send_flags = IBV_SEND_SIGNALED;
-			wr.wr.rdma.remote_addr = raddr;
-			wr.wr.rdma.rkey = rkey;
-			post(wr, what);
-		}
-		wait_ok(what, write ? IBV_WC_RDMA_WRITE : IBV_WC_RDMA_READ);
-	}
 	void write(std::size_t loff, u64 raddr, std::uint32_t len, std::uint32_t rkey)
 	{
 		one_sided(true, loff, raddr, len, rkey);
@@ -998,28 +545,17 @@ struct client {
 			ibv_wr_set_sge(qpx, mr->lkey, laddr(slot), 8);
 			complete_qpx(what);
 		} else {
-			ibv_sge sge{laddr(slot), 8, mr->lkey};
 			ibv_send_wr wr{};
-			wr.wr_id = 3;
-			wr.sg_list = &sge;
-			wr.num_sge = 1;
 			wr.opcode = cmp ? IBV_WR_ATOMIC_CMP_AND_SWP : IBV_WR_ATOMIC_FETCH_AND_ADD;
-			wr.send_flags = IBV_SEND_SIGNALED;
 			wr.wr.atomic.remote_addr = raddr;
 			wr.wr.atomic.rkey = rkey;
 			wr.wr.atomic.compare_add = compare_add;
 			wr.wr.atomic.swap = swap;
-			post(wr, what);
+			post_sge(wr, 3, slot, 8, what);
 		}
 		return wait_send(what);
 	}
 };
-
-void connect_client(client &cl, const char *addr, const char *port, test_case which,
-		    bool qp_ex = false)
-{
-	cl.open(addr, port, which, qp_ex);
-}
 
 // ---- a, b: FetchAdd and CmpSwap --------------------------------------------
 
@@ -1474,16 +1010,7 @@ void expect_error_sequence(client &cl, std::size_t n, ibv_wc_status want, const 
 
 void post_read8(client &cl, u64 wr_id)
 {
-	ibv_sge sge{cl.laddr(stage_off), 8, cl.mr->lkey};
-	ibv_send_wr wr{};
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_RDMA_READ;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = cl.raddr(data_off);
-	wr.wr.rdma.rkey = cl.target.rkey;
-	cl.post(wr, "RDMA Read");
+	cl.post_rdma(false, wr_id, stage_off, cl.raddr(data_off), 8, cl.target.rkey);
 }
 
 // After a remote error the QP is in error: what is posted now flushes.
@@ -1537,18 +1064,6 @@ void atomic_error(client &cl, u64 raddr, std::uint32_t rkey, ibv_wc_status want)
 
 // ---- k: a peer without the extensions ----------------------------------------
 
-void expect_eopnotsupp(client &cl, ibv_send_wr &wr, const char *what)
-{
-	ibv_send_wr *bad = nullptr;
-	int rc = ibv_post_send(cl.id->qp, &wr, &bad);
-	if (rc != EOPNOTSUPP)
-		fail("ibv_post_send of %s toward a peer without the extensions returned %d (%s), "
-		     "expected EOPNOTSUPP",
-		     what, rc, rc ? std::strerror(rc) : "success");
-	if (bad != &wr)
-		fail("ibv_post_send of %s: bad_wr does not point to it", what);
-}
-
 void unsupported(client &cl)
 {
 	const std::uint32_t rkey = cl.target.rkey;
@@ -1567,9 +1082,9 @@ void unsupported(client &cl)
 		return wr;
 	};
 	ibv_send_wr fa = atomic_wr(IBV_WR_ATOMIC_FETCH_AND_ADD);
-	expect_eopnotsupp(cl, fa, "FetchAdd");
+	cl.expect_eopnotsupp(fa, "FetchAdd");
 	ibv_send_wr cs = atomic_wr(IBV_WR_ATOMIC_CMP_AND_SWP);
-	expect_eopnotsupp(cl, cs, "CmpSwap");
+	cl.expect_eopnotsupp(cs, "CmpSwap");
 	{
 		ibv_send_wr wr{};
 		wr.wr_id = 51;
@@ -1580,9 +1095,9 @@ void unsupported(client &cl)
 		wr.send_flags = IBV_SEND_SIGNALED;
 		wr.wr.rdma.remote_addr = cl.raddr(data_off);
 		wr.wr.rdma.rkey = rkey;
-		expect_eopnotsupp(cl, wr, "RDMA Write with Immediate");
+		cl.expect_eopnotsupp(wr, "RDMA Write with Immediate");
 		wr.opcode = IBV_WR_SEND_WITH_IMM;
-		expect_eopnotsupp(cl, wr, "Send with Immediate");
+		cl.expect_eopnotsupp(wr, "Send with Immediate");
 	}
 	{
 		ibv_send_wr wr{};
@@ -1593,13 +1108,13 @@ void unsupported(client &cl)
 		wr.sg_list = &sge8;
 		wr.num_sge = 1;
 		wr.send_flags = IBV_SEND_SIGNALED;
-		expect_eopnotsupp(cl, wr, "XIWDV_WR_EXTENDED masked FetchAdd");
+		cl.expect_eopnotsupp(wr, "XIWDV_WR_EXTENDED masked FetchAdd");
 		ibv_send_wr imm{};
 		xiwdv_ext_immediate_data(&ext, 7);
 		xiwdv_wr_set_ext(&imm, &ext);
 		imm.wr_id = 53;
 		imm.send_flags = IBV_SEND_SIGNALED;
-		expect_eopnotsupp(cl, imm, "XIWDV_WR_EXTENDED Immediate Data");
+		cl.expect_eopnotsupp(imm, "XIWDV_WR_EXTENDED Immediate Data");
 		ibv_send_wr w64{};
 		xiwdv_ext_rdma_write_imm64(&ext, rkey, cl.raddr(data_off), 1ull << 40);
 		xiwdv_wr_set_ext(&w64, &ext);
@@ -1607,20 +1122,9 @@ void unsupported(client &cl)
 		w64.sg_list = &sge64;
 		w64.num_sge = 1;
 		w64.send_flags = IBV_SEND_SIGNALED;
-		expect_eopnotsupp(cl, w64, "XIWDV_WR_EXTENDED RDMA Write with 64-bit Immediate");
+		cl.expect_eopnotsupp(w64, "XIWDV_WR_EXTENDED RDMA Write with 64-bit Immediate");
 	}
-	// Nothing of that may have been queued.
-	std::this_thread::sleep_for(std::chrono::milliseconds(200));
-	ibv_wc wc{};
-	if (int n = ibv_poll_cq(cl.id->send_cq, 1, &wc); n != 0)
-		fail("a refused work request produced a completion (wr_id %" PRIu64 ", %s)",
-		     static_cast<u64>(wc.wr_id), status_str(wc.status));
-	ibv_qp_attr qa{};
-	ibv_qp_init_attr qia{};
-	if (ibv_query_qp(cl.id->qp, &qa, IBV_QP_STATE, &qia))
-		die("ibv_query_qp");
-	if (qa.qp_state != IBV_QPS_RTS)
-		fail("QP state %d after the refused posts, expected RTS", qa.qp_state);
+	cl.expect_nothing_queued();
 
 	// Send: a valid Send chained in front of a FetchAdd is posted, the
 	// FetchAdd is refused, and both Sends arrive byte-exact.
@@ -1671,86 +1175,46 @@ void unsupported(client &cl)
 		fail("RDMA Read after refused posts: data wrong at byte %zu", bad);
 }
 
-void run_case(const char *addr, const char *port, test_case which)
+// What case WHICH does on its connection (see ext_fw::run_client()).
+void run_case(client &cl, test_case which)
 {
-	client cl;
 	switch (which) {
 	case test_case::atomic_verbs:
 	case test_case::atomic_qp_ex:
-		connect_client(cl, addr, port, which, which == test_case::atomic_qp_ex);
 		atomic_basics(cl);
-		cl.bye();
 		break;
 	case test_case::masked_wire:
-		connect_client(cl, addr, port, which);
 		masked_wire(cl);
-		cl.bye();
 		break;
 	case test_case::write_imm:
-		connect_client(cl, addr, port, which);
 		run_plan(cl, plan_kind::write_imm, 1, "write_imm");
-		cl.bye();
 		break;
 	case test_case::send_imm:
-		connect_client(cl, addr, port, which);
 		run_plan(cl, plan_kind::send_imm, 2, "send_imm");
-		cl.bye();
 		break;
 	case test_case::solicited:
-		connect_client(cl, addr, port, which);
 		solicited(cl);
-		cl.bye();
 		break;
 	case test_case::order:
-		connect_client(cl, addr, port, which);
 		run_plan(cl, plan_kind::order, 3, "order");
-		cl.bye();
 		break;
 	case test_case::no_receive_imm:
 	case test_case::no_receive_send_imm:
-		connect_client(cl, addr, port, which);
 		no_receive(cl, which == test_case::no_receive_send_imm);
 		break;
 	case test_case::atomic_unaligned:
-		connect_client(cl, addr, port, which);
 		atomic_error(cl, cl.raddr(atomic_off + 4), cl.target.rkey, IBV_WC_REM_OP_ERR);
 		break;
 	case test_case::atomic_no_right:
-		connect_client(cl, addr, port, which);
 		atomic_error(cl, cl.raddr(atomic_off), cl.target.rkey_no_atomic,
 			     IBV_WC_REM_ACCESS_ERR);
 		break;
 	case test_case::unsupported:
-		connect_client(cl, addr, port, which);
 		unsupported(cl);
-		cl.bye();
 		break;
 	case test_case::quit:
-		connect_client(cl, addr, port, which);
 		break;
 	}
-	cl.close();
-}
-
-int run_client(const char *addr, const char *port, char **names, int n)
-{
-	for (int i = 0; i < n; i++) {
-		const case_name *found = nullptr;
-		for (const auto &c : case_names)
-			if (std::strcmp(c.name, names[i]) == 0)
-				found = &c;
-		if (!found) {
-			std::fprintf(stderr, "unknown case %s\n", names[i]);
-			return 2;
-		}
-		g_case = found->name;
-		const auto t0 = clock_type::now();
-		run_case(addr, port, found->c);
-		const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
-		std::printf("ext: %s: ok (%.1f s)\n", found->name, s);
-		std::fflush(stdout);
-	}
-	return 0;
 }
 
 // ---- l: device capabilities ---------------------------------------------------
@@ -1758,17 +1222,7 @@ int run_client(const char *addr, const char *port, char **names, int n)
 int run_caps(const char *dev_name)
 {
 	g_case = "device_caps";
-	int n = 0;
-	ibv_device **list = ibv_get_device_list(&n);
-	if (!list)
-		die("ibv_get_device_list");
-	ibv_context *ctx = nullptr;
-	for (int i = 0; i < n; i++)
-		if (std::strcmp(ibv_get_device_name(list[i]), dev_name) == 0)
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!ctx)
-		fail("no device %s", dev_name);
+	ibv_context *ctx = ext_fw::open_device(dev_name);
 	ibv_device_attr attr{};
 	if (int rc = ibv_query_device(ctx, &attr))
 		fail("ibv_query_device: %s", std::strerror(rc));
@@ -1792,12 +1246,13 @@ int run_caps(const char *dev_name)
 
 int main(int argc, char **argv)
 {
+	ext_fw::g_tool = "ext";
 	if (argc == 3 && std::strcmp(argv[1], "caps") == 0)
 		return run_caps(argv[2]);
 	if (argc == 4 && std::strcmp(argv[1], "server") == 0)
-		return run_server(argv[2], argv[3]);
+		return ext_fw::run_server(server_conn{}, argv[2], argv[3], "");
 	if (argc >= 5 && std::strcmp(argv[1], "client") == 0)
-		return run_client(argv[2], argv[3], argv + 4, argc - 4);
+		return ext_fw::run_client(argv[2], argv[3], argv + 4, argc - 4, run_case);
 	std::fprintf(stderr,
 		     "usage: %s server ADDR PORT | client ADDR PORT CASE... | caps DEVICE\n",
 		     argv[0]);

@@ -32,13 +32,8 @@ echo "== xiw_ext_test: xiw0 (host a) -> xiw1 (host b)"
 log=$XIW_OUT/ext-server.log
 server_start "$log" "$ext" server
 failed=
-for c in atomic_verbs atomic_qp_ex masked_wire write_imm send_imm solicited order; do
-	on a timeout 300 "$ext" client "$XIW_ADDR_B" "$port" "$c" || failed="$failed $c"
-done
-if [ -z "$failed" ]; then
-	on a timeout 60 "$ext" client "$XIW_ADDR_B" "$port" quit || failed=" quit"
-fi
-server_finish "$log" "$failed" || failed="$failed server"
+client_cases "$log" 300 "atomic_verbs atomic_qp_ex masked_wire write_imm send_imm solicited order" \
+	"$ext" client
 if [ -n "$failed" ]; then
 	echo "FAIL: xiw_ext_test:$failed"
 	exit 1

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace xiw_test {
 
@@ -22,6 +23,23 @@ namespace xiw_test {
 {
 	std::fprintf(stderr, "%s: %s\n", what, std::strerror(errno));
 	std::exit(1);
+}
+
+// For the functions that return an error number instead of setting errno.
+[[noreturn]] inline void die_rc(const char *what, int rc)
+{
+	std::fprintf(stderr, "%s: %s\n", what, std::strerror(rc));
+	std::exit(1);
+}
+
+__attribute__((format(printf, 1, 2))) inline std::string strf(const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	std::vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return msg;
 }
 
 // The address of ADDR:PORT on the RDMA TCP port space.
