@@ -58,7 +58,12 @@ perftest_run() {
 	on "$host" timeout 120 "$tool" -R -p "$dp_port" "$@" \
 		>"$XIW_OUT/perftest-server.log" 2>&1 &
 	local server=$!
-	sleep 3
+	# iWARP listens on a TCP socket: connect once it is there, not after a
+	# guess (a busy TCG guest can take seconds to start the server).
+	for _ in $(seq 1 150); do
+		on "$host" ss -Hltn "sport = :$dp_port" | grep -q . && break
+		sleep 0.1
+	done
 	on "$host" timeout 120 "$tool" -R -p "$dp_port" "$@" "$addr" \
 		>"$XIW_OUT/perftest-client.log" 2>&1 || rc=$?
 	wait "$server" || rc=${rc:-$?}

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# guest-options: --hosts 2 --peer xiw
+# guest-timeout: 900
+# The stock tools on xiw, unchanged: perftest's latency and bandwidth tests
+# for Write, Read and Send over rdma_cm (-R) from 1 B to 1 MiB (both ends
+# on xiw0), and qperf's RC tests between two xiw hosts (qperf's rc tests
+# create QPs without receive queues, which siw refuses).
+set -euo pipefail
+# shellcheck source=datapath_lib.bash
+source "$(dirname "$0")/datapath_lib.bash"
+
+failed=
+echo "== perftest, 1 B .. 1 MiB"
+for tool in ib_write_lat ib_write_bw ib_read_lat ib_read_bw ib_send_lat ib_send_bw; do
+	for size in 1 64 4096 65536 1048576; do
+		# Fewer iterations for the big messages: TCG moves ~50 MB/s.
+		iters=$((size >= 65536 ? 100 : 500))
+		# About one run in 30 the client's connection is rejected
+		# (RDMA_CM_EVENT_REJECTED, -111) before the server printed
+		# anything; not understood yet: shown, and retried once.
+		if line=$(perftest_run a "$tool" "$XIW_ADDR_A" -d xiw0 -s "$size" -n "$iters") ||
+			{ echo "$line"; echo "$tool $size B: retrying once";
+			  line=$(perftest_run a "$tool" "$XIW_ADDR_A" -d xiw0 -s "$size" -n "$iters"); }; then
+			echo "$tool $size B: $line"
+		else
+			echo "$line"
+			failed="$failed $tool/$size"
+		fi
+	done
+done
+
+echo "== qperf RC tests (host a -> host b)"
+on b timeout 600 qperf >"$XIW_OUT/qperf-server.log" 2>&1 &
+qserver=$!
+sleep 2
+for test in rc_lat rc_bw rc_rdma_write_lat rc_rdma_read_bw; do
+	# -cm1: connect through rdma_cm, which iWARP needs.
+	if out=$(on a timeout 120 qperf -cm1 -t 3 "$XIW_ADDR_B" "$test" 2>&1) &&
+		awk '$2 == "=" && $3 + 0 > 0 { ok = 1 } END { exit !ok }' <<<"$out"; then
+		echo "$out"
+	else
+		echo "$out"
+		failed="$failed qperf/$test"
+	fi
+done
+kill "$qserver" 2>/dev/null || true
+wait "$qserver" 2>/dev/null || true
+[ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
+echo "tools: ok"
