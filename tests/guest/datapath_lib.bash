@@ -21,7 +21,9 @@ dp_run() {
 		sleep 0.1
 	done
 	on "$client_host" "$dp_bin" client "$addr" "$dp_port" "$max" || rc=$?
-	wait "$server" || rc=${rc:-$?}
+	if ! wait "$server" && [ "$rc" = 0 ]; then
+		rc=1
+	fi
 	sed 's/^/  server: /' "$log"
 	return "$rc"
 }
@@ -35,7 +37,9 @@ rping_run() {
 	sleep 1
 	on "$client_host" rping -c -a "$addr" -C "$count" -V -S 64 \
 		>"$XIW_OUT/rping-client.log" 2>&1 || rc=$?
-	wait "$server" || rc=${rc:-$?}
+	if ! wait "$server" && [ "$rc" = 0 ]; then
+		rc=1
+	fi
 	if [ "$rc" != 0 ]; then
 		sed 's/^/  rping client: /' "$XIW_OUT/rping-client.log"
 		sed 's/^/  rping server: /' "$XIW_OUT/rping-server.log"
@@ -66,7 +70,10 @@ perftest_run() {
 	done
 	on "$host" timeout 120 "$tool" -R -p "$dp_port" "$@" "$addr" \
 		>"$XIW_OUT/perftest-client.log" 2>&1 || rc=$?
-	wait "$server" || rc=${rc:-$?}
+	# The server's failure counts too, unless the client's came first.
+	if ! wait "$server" && [ "$rc" = 0 ]; then
+		rc=1
+	fi
 	if [ "$rc" != 0 ]; then
 		sed 's/^/  client: /' "$XIW_OUT/perftest-client.log"
 		sed 's/^/  server: /' "$XIW_OUT/perftest-server.log"
