@@ -16,14 +16,7 @@ for tool in ib_write_lat ib_write_bw ib_read_lat ib_read_bw ib_send_lat ib_send_
 	for size in 1 64 4096 65536 1048576; do
 		# Fewer iterations for the big messages: TCG moves ~50 MB/s.
 		iters=$((size >= 65536 ? 100 : 500))
-		# About one run in 30 fails on its own: perftest calibrates its
-		# cycle clock and, under TCG, sometimes gives up ("Correlation
-		# coefficient r^2 < 0.9: Can't produce a report"), and once a
-		# client saw its connection rejected (-111) before its server
-		# printed anything.  Shown, and retried once.
-		if line=$(perftest_run a "$tool" "$XIW_ADDR_A" -d xiw0 -s "$size" -n "$iters") ||
-			{ echo "$line"; echo "$tool $size B: retrying once";
-			  line=$(perftest_run a "$tool" "$XIW_ADDR_A" -d xiw0 -s "$size" -n "$iters"); }; then
+		if line=$(perftest_run a "$tool" "$XIW_ADDR_A" -d xiw0 -s "$size" -n "$iters"); then
 			echo "$tool $size B: $line"
 		else
 			echo "$line"
