@@ -145,26 +145,29 @@ static u8 xiw_wc_opcode_of(u8 wr_opcode)
 	}
 }
 
-static bool xiw_wr_is_atomic(u8 wr_opcode)
+/* RFC 5040's own operations; all others are negotiated extensions. */
+static bool xiw_wr_is_base(u8 wr_opcode)
 {
-	return wr_opcode == XIW_WR_ATOMIC_FETCH_ADD ||
-	       wr_opcode == XIW_WR_ATOMIC_CMP_SWAP ||
-	       wr_opcode == XIW_WR_MASKED_FETCH_ADD ||
-	       wr_opcode == XIW_WR_MASKED_CMP_SWAP;
-}
-
-/* The memory placement extensions of draft-talpey-rdma-commit. */
-static bool xiw_wr_is_placement(u8 wr_opcode)
-{
-	return wr_opcode == XIW_WR_FLUSH || wr_opcode == XIW_WR_VERIFY ||
-	       wr_opcode == XIW_WR_ATOMIC_WRITE;
+	return wr_opcode == XIW_WR_SEND || wr_opcode == XIW_WR_SEND_WITH_INV ||
+	       wr_opcode == XIW_WR_RDMA_WRITE || wr_opcode == XIW_WR_RDMA_READ;
 }
 
 /* Work that sends a request on QN 1 and completes on its response. */
 static bool xiw_wr_is_request(u8 wr_opcode)
 {
-	return wr_opcode == XIW_WR_RDMA_READ || xiw_wr_is_atomic(wr_opcode) ||
-	       xiw_wr_is_placement(wr_opcode);
+	switch (wr_opcode) {
+	case XIW_WR_RDMA_READ:
+	case XIW_WR_ATOMIC_FETCH_ADD:
+	case XIW_WR_ATOMIC_CMP_SWAP:
+	case XIW_WR_MASKED_FETCH_ADD:
+	case XIW_WR_MASKED_CMP_SWAP:
+	case XIW_WR_FLUSH:
+	case XIW_WR_VERIFY:
+	case XIW_WR_ATOMIC_WRITE:
+		return true;
+	default:
+		return false;
+	}
 }
 
 static bool xiw_wr_has_imm(u8 wr_opcode)
@@ -333,8 +336,7 @@ static u8 xiw_wqe_prepare(struct xiw_qp *qp, struct xiw_wqe *wqe)
 	 * A peer that did not negotiate the extensions would terminate the
 	 * stream; the provider refuses these at post time already.
 	 */
-	if ((xiw_wr_is_atomic(sqe->opcode) || xiw_wr_has_imm(sqe->opcode) ||
-	     xiw_wr_is_placement(sqe->opcode)) && !qp->conn.extensions)
+	if (!xiw_wr_is_base(sqe->opcode) && !qp->conn.extensions)
 		return XIW_WC_LOC_QP_OP_ERR;
 
 	if (sqe->flags & XIW_SQE_INLINE) {

@@ -17,15 +17,14 @@ set -euo pipefail
 rep=${1:?usage: guest.sh REPETITION}
 # shellcheck source=../guest/datapath_lib.bash
 source "$(dirname "$0")/../guest/datapath_lib.bash"
+# shellcheck source=../../scripts/lib/kernel-problems.bash
+source "$(dirname "$0")/../../scripts/lib/kernel-problems.bash"
 
 commit=${XIW_BUILD_DIR:?}/tests/guest/xiw_commit_test
 disk=${XIW_DISK:?run under scripts/guest --disk IMG}
 port=8200
 mnt=/mnt/xiw-durable
 file=$mnt/xiw-durable.dat
-# The patterns scripts/guest judges a kernel log by.
-user_faults='traps: .*\[[0-9]+\] .* in [^ ]+\['
-kernel_problems='WARNING:|BUG:|kernel BUG at|Oops|refcount_t|list_add corruption|list_del corruption|general protection|hung_task|blocked for more than|UBSAN|KASAN|Kernel panic|Call Trace:'
 
 echo 0 >/proc/sys/vm/dirty_writeback_centisecs
 
@@ -41,19 +40,15 @@ mount -t ext4 "$disk" "$mnt"
 log=$XIW_OUT/durable-server.log
 server_start "$log" "$commit" server -f "$file"
 failed=
-XIW_COMMIT_TAG="rep $rep" on a timeout 120 "$commit" client "$XIW_ADDR_B" "$port" durable ||
-	failed="$failed durable"
-if [ -z "$failed" ]; then
-	on a timeout 60 "$commit" client "$XIW_ADDR_B" "$port" quit || failed="$failed quit"
-fi
-server_finish "$log" "$failed" || failed="$failed server"
+XIW_COMMIT_TAG="rep $rep" client_cases "$log" 120 durable "$commit" client
 [ -z "$failed" ] || { echo "FAIL: flush_durability guest, rep $rep:$failed"; exit 1; }
 
 if ! rmmod xiw; then
 	echo "FAIL: rmmod xiw"
 	exit 1
 fi
-problems=$(dmesg | grep -E "$kernel_problems" | grep -vE "$user_faults" || true)
+# scripts/guest cannot judge a guest that powers itself off: judged here.
+problems=$(dmesg | xiw_kernel_problems)
 if [ -n "$problems" ]; then
 	echo "FAIL: kernel problems in the guest log:"
 	echo "$problems"
