@@ -88,6 +88,13 @@ struct xiw_cq {
 	u32 id;
 };
 
+struct xiw_srq {
+	struct ib_srq ibsrq;
+	struct xiw_ring ring;
+	spinlock_t lock;	/* serialises the QPs taking from it */
+	u32 limit;		/* armed if not 0: event below this many */
+};
+
 /*
  * Connection endpoint, one per TCP socket of xiw (listening or connected),
  * defined in xiw_cm.c.  It is the sk_user_data of its socket.
@@ -181,9 +188,23 @@ struct xiw_qp_tx {
 	struct xiw_irq_entry *irq;	/* inbound reads, qp->ird entries */
 	u32 irq_head, irq_tail;
 	u32 msn[XIW_QN_COUNT];		/* last MSN sent per queue */
-	u8 *buf;			/* FPDUs ready for the socket */
-	size_t buf_len;
-	size_t buf_sent;
+	/*
+	 * What the next push hands to TCP: FPDUs framed in buf, whose
+	 * payloads are copied next to their headers or attached from the
+	 * registered pages; vec lists it all, in order, by page.
+	 */
+	u8 *buf;			/* headers, trailers, short payloads */
+	u32 buf_len;
+	u32 buf_described;		/* of buf_len, already in vec */
+	struct bio_vec *vec;
+	u32 nvec;
+	size_t out_len;			/* bytes in vec */
+	size_t out_sent;		/* of those, taken by TCP */
+	struct xiw_mr **held;		/* referenced for the attached pages */
+	u32 nheld;
+	u8 *fpdu;			/* being framed, in buf */
+	u32 fpdu_attached;		/* its payload bytes not in buf */
+	u32 crc;			/* its running CRC32c */
 	bool rtr_pending;		/* RFC 6581 RTR still to be sent */
 	bool close_pending;		/* close the stream after the error */
 	bool wants_space;		/* TCP was full: write space resumes */
@@ -290,6 +311,11 @@ static inline struct xiw_cq *to_xiw_cq(struct ib_cq *ibcq)
 	return container_of(ibcq, struct xiw_cq, ibcq);
 }
 
+static inline struct xiw_srq *to_xiw_srq(struct ib_srq *ibsrq)
+{
+	return container_of(ibsrq, struct xiw_srq, ibsrq);
+}
+
 static inline struct xiw_qp *to_xiw_qp(struct ib_qp *ibqp)
 {
 	return container_of(ibqp, struct xiw_qp, ibqp);
@@ -368,7 +394,20 @@ void xiw_qp_send_terminate(struct xiw_qp *qp, u8 layer, u8 etype, u8 ecode,
 void xiw_qp_sq_complete_read(struct xiw_qp *qp, struct xiw_wqe *wqe,
 			     u8 status);
 
+/* xiw_srq.c */
+int xiw_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		   struct ib_udata *udata);
+int xiw_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int xiw_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		   enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int xiw_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int xiw_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+		      const struct ib_recv_wr **bad_wr);
+bool xiw_srq_take(struct xiw_srq *srq, struct xiw_rqe *rqe);
+
 /* xiw_qp_rx.c */
+bool xiw_rqe_pop(struct xiw_ring *ring, struct xiw_rqe *rqe);
+u32 xiw_rqe_posted(struct xiw_ring *ring);
 int xiw_qp_rx_init(struct xiw_qp *qp);
 void xiw_qp_rx_destroy(struct xiw_qp *qp);
 void xiw_qp_data_ready(struct sock *sk);
@@ -386,6 +425,11 @@ struct xiw_mr *xiw_mr_get(struct xiw_device *xdev, struct ib_pd *pd, u32 stag,
 			  u64 addr, u64 len, int access,
 			  enum xiw_access_error *why);
 void xiw_mr_put(struct xiw_mr *mr);
+void xiw_mr_hold(struct xiw_mr *mr);
+int xiw_mr_walk_pages(struct xiw_mr *mr, u64 addr, size_t len,
+		      int (*fn)(struct page *page, size_t offset, size_t n,
+				void *arg),
+		      void *arg);
 void xiw_mr_copy_from(struct xiw_mr *mr, u64 addr, void *dst, size_t len);
 void xiw_mr_copy_to(struct xiw_mr *mr, u64 addr, const void *src, size_t len);
 u64 xiw_mr_atomic(struct xiw_mr *mr, u64 addr, unsigned int aopcode,

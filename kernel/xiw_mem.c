@@ -127,30 +127,70 @@ void xiw_mr_put(struct xiw_mr *mr)
 		complete(&mr->released);
 }
 
+/* A reference for the data path, on top of one it holds already. */
+void xiw_mr_hold(struct xiw_mr *mr)
+{
+	refcount_inc(&mr->refs);
+}
+
 /*
- * Calls @fn for each page-bounded piece of [addr, addr + len) of @mr with
- * the piece mapped, until @fn fails.  The range was checked by
- * xiw_mr_get().
+ * Calls @fn for each page-bounded piece of [addr, addr + len) of @mr,
+ * until @fn fails.  The range was checked by xiw_mr_get().  A kernel
+ * registration's addresses are kernel virtual addresses of linear memory.
  */
-static int xiw_mr_walk(struct xiw_mr *mr, u64 addr, size_t len,
-		       int (*fn)(void *kaddr, size_t n, void *arg), void *arg)
+int xiw_mr_walk_pages(struct xiw_mr *mr, u64 addr, size_t len,
+		      int (*fn)(struct page *page, size_t offset, size_t n,
+				void *arg),
+		      void *arg)
 {
 	u64 off = addr - mr->iova + mr->first_page_offset;
 	int err = 0;
 
-	if (!mr->umem)
-		return fn((void *)(uintptr_t)addr, len, arg);
 	while (len && !err) {
-		size_t pgoff = off & ~PAGE_MASK;
+		const void *kaddr = (const void *)(uintptr_t)addr;
+		struct page *page = mr->umem ? mr->pages[off >> PAGE_SHIFT] :
+					       virt_to_page(kaddr);
+		size_t pgoff = mr->umem ? off & ~PAGE_MASK :
+					  offset_in_page(kaddr);
 		size_t n = min_t(size_t, len, PAGE_SIZE - pgoff);
-		void *map = kmap_local_page(mr->pages[off >> PAGE_SHIFT]);
 
-		err = fn(map + pgoff, n, arg);
-		kunmap_local(map);
+		err = fn(page, pgoff, n, arg);
+		addr += n;
 		off += n;
 		len -= n;
 	}
 	return err;
+}
+
+struct xiw_mapped_walk {
+	int (*fn)(void *kaddr, size_t n, void *arg);
+	void *arg;
+};
+
+static int xiw_piece_map(struct page *page, size_t offset, size_t n,
+			 void *arg)
+{
+	struct xiw_mapped_walk *walk = arg;
+	void *map = kmap_local_page(page);
+	int err = walk->fn(map + offset, n, walk->arg);
+
+	kunmap_local(map);
+	return err;
+}
+
+/*
+ * Calls @fn for each page-bounded piece of [addr, addr + len) of @mr with
+ * the piece mapped, until @fn fails; a kernel registration's range in one
+ * piece.  The range was checked by xiw_mr_get().
+ */
+static int xiw_mr_walk(struct xiw_mr *mr, u64 addr, size_t len,
+		       int (*fn)(void *kaddr, size_t n, void *arg), void *arg)
+{
+	struct xiw_mapped_walk walk = { .fn = fn, .arg = arg };
+
+	if (!mr->umem)
+		return fn((void *)(uintptr_t)addr, len, arg);
+	return xiw_mr_walk_pages(mr, addr, len, xiw_piece_map, &walk);
 }
 
 static int xiw_piece_copy_from(void *kaddr, size_t n, void *arg)

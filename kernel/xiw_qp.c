@@ -15,7 +15,7 @@ static int xiw_check_qp_init_attr(const struct ib_qp_init_attr *attr)
 	/* iWARP knows reliable connected QPs only (RFC 5040 §1). */
 	if (attr->qp_type != IB_QPT_RC)
 		return -EOPNOTSUPP;
-	if (attr->create_flags || attr->srq)
+	if (attr->create_flags)
 		return -EOPNOTSUPP;
 	if (cap->max_send_wr > XIW_MAX_QP_WR || cap->max_recv_wr > XIW_MAX_QP_WR ||
 	    cap->max_send_sge > XIW_MAX_SGE ||
@@ -44,10 +44,13 @@ int xiw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 		goto err_count;
 	}
 
-	/* Consumers may ask for no send or no receive queue at all. */
+	/*
+	 * Consumers may ask for no send or no receive queue at all; a QP on
+	 * an SRQ has none of its own.
+	 */
 	num_sqe = attr->cap.max_send_wr ?
 		  roundup_pow_of_two(attr->cap.max_send_wr) : 0;
-	num_rqe = attr->cap.max_recv_wr ?
+	num_rqe = attr->cap.max_recv_wr && !attr->srq ?
 		  roundup_pow_of_two(attr->cap.max_recv_wr) : 0;
 
 	err = xiw_ring_alloc(&qp->sq, num_sqe, sizeof(struct xiw_sqe), udata,
@@ -219,6 +222,14 @@ void xiw_qp_fatal(struct xiw_qp *qp, u8 status)
 	if (was != IB_QPS_RESET && status != XIW_WC_WR_FLUSH_ERR &&
 	    qp->ibqp.event_handler)
 		qp->ibqp.event_handler(&event, qp->ibqp.qp_context);
+	/*
+	 * A QP in Error takes nothing more from its SRQ: the verbs' Last WQE
+	 * Reached, which its consumer waits for before destroying it.
+	 */
+	if (qp->ibqp.srq && qp->ibqp.event_handler) {
+		event.event = IB_EVENT_QP_LAST_WQE_REACHED;
+		qp->ibqp.event_handler(&event, qp->ibqp.qp_context);
+	}
 }
 
 #define XIW_QP_ATTR_MASK_SUPPORTED                                          \

@@ -77,24 +77,41 @@ static void xiw_rq_complete_imm(struct xiw_qp *qp, u8 opcode, u32 byte_len,
 	xiw_rq_post(qp, &cqe, solicited);
 }
 
-/* Copies the next RQE off the ring; false if the consumer posted none. */
-static bool xiw_rq_pop(struct xiw_qp *qp, struct xiw_rqe *rqe)
+/* Copies the next RQE off @ring; false if the consumer posted none. */
+bool xiw_rqe_pop(struct xiw_ring *ring, struct xiw_rqe *rqe)
 {
-	struct xiw_ring_ctrl *ctrl = xiw_rq_ctrl(qp);
+	struct xiw_ring_ctrl *ctrl = ring->mem;
 	u32 consumer;
 
-	if (!qp->rq.num)
+	if (!ring->num)
 		return false;
 	consumer = ctrl->consumer;
 	/* Pairs with the provider's release: RQE contents before index. */
 	if (smp_load_acquire(&ctrl->producer) == consumer)
 		return false;
-	memcpy(rqe, qp->rq.mem + XIW_RING_ENTRIES_OFFSET +
-		    (size_t)(consumer & (qp->rq.num - 1)) * sizeof(*rqe),
+	memcpy(rqe, ring->mem + XIW_RING_ENTRIES_OFFSET +
+		    (size_t)(consumer & (ring->num - 1)) * sizeof(*rqe),
 	       sizeof(*rqe));
 	/* The slot is read out before the provider may refill it. */
 	smp_store_release(&ctrl->consumer, consumer + 1);
 	return true;
+}
+
+/* How many RQEs @ring holds; the provider may be adding more. */
+u32 xiw_rqe_posted(struct xiw_ring *ring)
+{
+	struct xiw_ring_ctrl *ctrl = ring->mem;
+
+	/* Pairs with the provider's release of its producer index. */
+	return smp_load_acquire(&ctrl->producer) - ctrl->consumer;
+}
+
+/* The receive a new message goes into: from the SRQ if the QP has one. */
+static bool xiw_rq_take(struct xiw_qp *qp, struct xiw_rqe *rqe)
+{
+	if (qp->ibqp.srq)
+		return xiw_srq_take(to_xiw_srq(qp->ibqp.srq), rqe);
+	return xiw_rqe_pop(&qp->rq, rqe);
 }
 
 /* Completes every posted receive with a flush error; qp->lock held. */
@@ -113,7 +130,8 @@ static void xiw_rq_flush_locked(struct xiw_qp *qp)
 		smp_store_mb(xiw_rq_ctrl(qp)->notify, 1);
 	if (rx->rqe_valid)
 		xiw_rq_complete(qp, 0, XIW_WC_WR_FLUSH_ERR, true);
-	while (xiw_rq_pop(qp, &rx->rqe))
+	/* An SRQ's receives stay for its other QPs. */
+	while (xiw_rqe_pop(&qp->rq, &rx->rqe))
 		xiw_rq_complete(qp, 0, XIW_WC_WR_FLUSH_ERR, true);
 }
 
@@ -278,7 +296,11 @@ static bool xiw_rx_irq_room(struct xiw_qp *qp)
 static void xiw_rx_queue_request(struct xiw_qp *qp,
 				 const struct xiw_irq_entry *request)
 {
-	qp->tx.irq[qp->tx.irq_tail++ % XIW_MAX_IRD] = *request;
+	struct xiw_qp_tx *tx = &qp->tx;
+
+	tx->irq[tx->irq_tail % XIW_MAX_IRD] = *request;
+	/* The entry before the index: the transmit path looks unlocked. */
+	smp_store_release(&tx->irq_tail, tx->irq_tail + 1);
 	xiw_qp_tx_kick(qp);
 }
 
@@ -468,7 +490,7 @@ static bool xiw_rx_begin_receive(struct xiw_qp *qp)
 	enum xiw_access_error why;
 	unsigned int i;
 
-	if (!xiw_rq_pop(qp, &rx->rqe)) {
+	if (!xiw_rq_take(qp, &rx->rqe)) {
 		/* iWARP has no receiver-not-ready retry (RFC 5041 §7.2). */
 		xiw_rx_fail(qp, XIW_TERM_LAYER_DDP, XIW_DDP_ETYPE_UNTAGGED,
 			    XIW_DDP_ECODE_UT_INVALID_MSN_NOBUF);
@@ -577,7 +599,8 @@ static bool xiw_rx_begin_fpdu(struct xiw_qp *qp)
 	struct xiw_qp_rx *rx = &qp->rx;
 	const struct xiw_ddp_untagged_hdr *h = &rx->hdr.untagged;
 
-	rx->crc = crc32c(~0U, &rx->hdr, rx->hdr_len);
+	if (qp->conn.crc)
+		rx->crc = crc32c(~0U, &rx->hdr, rx->hdr_len);
 	if (rx->op->flags & XIW_OPF_TAGGED)
 		return rx->op->opcode == XIW_OP_WRITE ?
 		       xiw_rx_begin_write(qp) : xiw_rx_begin_read_response(qp);
@@ -856,6 +879,7 @@ static bool xiw_rx_place(struct xiw_qp *qp, struct sk_buff *skb, int off,
 			 u32 n)
 {
 	struct xiw_qp_rx *rx = &qp->rx;
+	u32 *crc = qp->conn.crc ? &rx->crc : NULL;
 	u32 pos = rx->payload_got;
 	struct xiw_orq_entry *e;
 	unsigned int i;
@@ -864,12 +888,12 @@ static bool xiw_rx_place(struct xiw_qp *qp, struct sk_buff *skb, int off,
 	case XIW_OP_WRITE:
 		return !xiw_mr_copy_from_skb(rx->tagged_mr,
 				xiw_get_be64(&rx->hdr.tagged.to) + pos,
-				skb, off, n, &rx->crc);
+				skb, off, n, crc);
 	case XIW_OP_READ_RESP:
 		e = &rx->orq[rx->orq_head % XIW_MAX_ORD];
 		return !xiw_mr_copy_from_skb(e->wqe->mr[0],
 					     e->sink_to + e->placed + pos,
-					     skb, off, n, &rx->crc);
+					     skb, off, n, crc);
 	default:
 		break;
 	}
@@ -880,7 +904,8 @@ static bool xiw_rx_place(struct xiw_qp *qp, struct sk_buff *skb, int off,
 	if (rx->op->flags & XIW_OPF_VARLEN) {
 		if (skb_copy_bits(skb, off, rx->tail + pos, n))
 			return false;
-		rx->crc = crc32c(rx->crc, rx->tail + pos, n);
+		if (crc)
+			*crc = crc32c(*crc, rx->tail + pos, n);
 		return true;
 	}
 	/* The Immediate Data segment of a Send (checked to be 8 octets). */
@@ -888,7 +913,8 @@ static bool xiw_rx_place(struct xiw_qp *qp, struct sk_buff *skb, int off,
 	    xiw_ddp_last(rx->hdr.ctrl.ddp_ctrl)) {
 		if (skb_copy_bits(skb, off, rx->imm + pos, n))
 			return false;
-		rx->crc = crc32c(rx->crc, rx->imm + pos, n);
+		if (crc)
+			*crc = crc32c(*crc, rx->imm + pos, n);
 		return true;
 	}
 
@@ -912,7 +938,7 @@ static bool xiw_rx_place(struct xiw_qp *qp, struct sk_buff *skb, int off,
 		chunk = min(n, rx->rqe.sge[i].length - at);
 		if (xiw_mr_copy_from_skb(rx->rqe_mr[i],
 					 rx->rqe.sge[i].addr + at, skb, off,
-					 chunk, &rx->crc))
+					 chunk, crc))
 			return false;
 		rx->msg_len += chunk;
 		off += chunk;

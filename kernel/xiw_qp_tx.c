@@ -6,20 +6,33 @@
  *
  * All sending happens in process context with tx.lock held: directly in
  * the doorbell system call when the queue is idle, else in the QP's work
- * item.  FPDUs are framed into tx.buf, whose contents go to the socket in
- * one call; what TCP does not take now goes when it signals write space.
+ * item.  FPDU headers, trailers and short payloads are framed into tx.buf;
+ * longer payloads stay in the registered pages, so that the only copy is
+ * TCP's own.  One push hands all of it to the socket; what TCP does not
+ * take now goes when it signals write space.
  */
+#include <linux/bvec.h>
 #include <linux/crc32c.h>
 #include <crypto/hash.h>
 #include <linux/highmem.h>
+#include <linux/uio.h>
 #include <linux/net.h>
 #include <linux/tcp.h>
 #include <net/tcp.h>
 
 #include "xiw.h"
 
-#define XIW_TX_BUF_SIZE (64 * 1024)
-/* Loopback's MSS is near 64 KiB: keep several FPDUs per buffer. */
+/* Headers, trailers and short payloads; kmalloc'ed, so page aligned. */
+#define XIW_TX_BUF_SIZE (16 * 1024)
+#define XIW_TX_BUF_PAGES (XIW_TX_BUF_SIZE / PAGE_SIZE)
+/* Pieces handed to TCP in one push; also bounds the MRs it holds. */
+#define XIW_TX_VECS 256
+/*
+ * Payloads up to this size are copied behind their header; longer ones go
+ * to TCP straight from the registered pages, which spares a copy.
+ */
+#define XIW_TX_COPY_MAX XIW_MAX_INLINE
+/* Loopback's MSS is near 64 KiB: keep several FPDUs per push. */
 #define XIW_FPDU_MAX (16 * 1024)
 
 struct workqueue_struct *xiw_wq;
@@ -53,34 +66,145 @@ static u32 xiw_tx_max_payload(struct xiw_qp *qp, u32 hdr_size)
 	return round_down(fpdu - hdr_size - XIW_MPA_CRC_LEN, XIW_MPA_ALIGN);
 }
 
-/* Reserves room for an FPDU header; NULL when tx.buf is too full. */
-static void *xiw_tx_frame_begin(struct xiw_qp *qp, u32 hdr_size,
-				u32 payload)
+static void xiw_tx_add_vec(struct xiw_qp_tx *tx, struct page *page, u32 off,
+			   u32 len)
 {
-	size_t need = xiw_mpa_fpdu_len(hdr_size - XIW_MPA_HDR_LEN + payload);
+	struct bio_vec *last = tx->nvec ? &tx->vec[tx->nvec - 1] : NULL;
 
-	if (qp->tx.buf_len + need > XIW_TX_BUF_SIZE)
-		return NULL;
-	return qp->tx.buf + qp->tx.buf_len;
+	if (last && last->bv_page == page &&
+	    last->bv_offset + last->bv_len == off)
+		last->bv_len += len;
+	else
+		tx->vec[tx->nvec++] = (struct bio_vec){
+			.bv_page = page, .bv_offset = off, .bv_len = len,
+		};
+	tx->out_len += len;
 }
 
-/* Pads the FPDU at @fpdu with its @ulpdu_len, adds the CRC and commits it. */
-static void xiw_tx_frame_end(struct xiw_qp *qp, u8 *fpdu, u32 ulpdu_len)
+/* Appends the bytes of tx.buf not yet in tx.vec, up to tx.buf_len. */
+static void xiw_tx_describe_buf(struct xiw_qp_tx *tx)
 {
+	while (tx->buf_described < tx->buf_len) {
+		const u8 *p = tx->buf + tx->buf_described;
+		u32 n = min_t(u32, tx->buf_len - tx->buf_described,
+			      PAGE_SIZE - offset_in_page(p));
+
+		xiw_tx_add_vec(tx, virt_to_page(p), offset_in_page(p), n);
+		tx->buf_described += n;
+	}
+}
+
+/* Forgets what is framed and lets go of the registrations it points into. */
+static void xiw_tx_discard(struct xiw_qp_tx *tx)
+{
+	while (tx->nheld)
+		xiw_mr_put(tx->held[--tx->nheld]);
+	tx->buf_len = 0;
+	tx->buf_described = 0;
+	tx->nvec = 0;
+	tx->out_len = 0;
+	tx->out_sent = 0;
+}
+
+static bool xiw_tx_idle(const struct xiw_qp_tx *tx)
+{
+	return !tx->buf_len && !tx->nvec;
+}
+
+/*
+ * Reserves room for an FPDU: its header and @copied payload bytes in
+ * tx.buf, @attached payload bytes sent from registered pages.  Returns
+ * where the header goes, NULL when this push has no room left.
+ */
+static void *xiw_tx_frame_begin(struct xiw_qp *qp, u32 hdr_size, u32 copied,
+				u32 attached)
+{
+	struct xiw_qp_tx *tx = &qp->tx;
+	u32 ulpdu = hdr_size - XIW_MPA_HDR_LEN + copied + attached;
+	size_t need = xiw_mpa_fpdu_len(ulpdu) - attached;
+	/* tx.buf before and after the attached pages, each page a piece. */
+	u32 vecs = 2 * XIW_TX_BUF_PAGES;
+
+	/* Each SGE's piece may begin and end in a partial page. */
+	if (attached)
+		vecs += DIV_ROUND_UP(attached, PAGE_SIZE) + 2 * XIW_MAX_SGE;
+	if (tx->buf_len + need > XIW_TX_BUF_SIZE ||
+	    tx->nvec + vecs > XIW_TX_VECS ||
+	    tx->nheld + XIW_MAX_SGE > XIW_TX_VECS)
+		return NULL;
+	tx->fpdu = tx->buf + tx->buf_len;
+	tx->fpdu_attached = 0;
+	tx->crc = ~0U;
+	return tx->fpdu;
+}
+
+static int xiw_tx_attach_piece(struct page *page, size_t off, size_t n,
+			       void *arg)
+{
+	struct xiw_qp *qp = arg;
+
+	if (qp->conn.crc) {
+		void *map = kmap_local_page(page);
+
+		qp->tx.crc = crc32c(qp->tx.crc, map + off, n);
+		kunmap_local(map);
+	}
+	xiw_tx_add_vec(&qp->tx, page, off, n);
+	return 0;
+}
+
+/*
+ * Adds @len bytes of @mr at @addr to the FPDU begun last, to go to TCP
+ * from the registered pages; what the FPDU has in tx.buf ends at @at.
+ * The pages must not be unpinned before TCP took the bytes: the push holds
+ * a reference on @mr until then.
+ */
+static void xiw_tx_frame_attach(struct xiw_qp *qp, u8 *at, struct xiw_mr *mr,
+				u64 addr, u32 len)
+{
+	struct xiw_qp_tx *tx = &qp->tx;
+
+	if (!tx->fpdu_attached) {
+		if (qp->conn.crc)
+			tx->crc = crc32c(tx->crc, tx->fpdu, at - tx->fpdu);
+		tx->buf_len = at - tx->buf;
+		xiw_tx_describe_buf(tx);
+	}
+	if (!tx->nheld || tx->held[tx->nheld - 1] != mr) {
+		xiw_mr_hold(mr);
+		tx->held[tx->nheld++] = mr;
+	}
+	xiw_mr_walk_pages(mr, addr, len, xiw_tx_attach_piece, qp);
+	tx->fpdu_attached += len;
+}
+
+/* Pads the FPDU begun last, of @ulpdu_len, adds the CRC and commits it. */
+static void xiw_tx_frame_end(struct xiw_qp *qp, u32 ulpdu_len)
+{
+	struct xiw_qp_tx *tx = &qp->tx;
 	u32 pad = xiw_mpa_pad_len(ulpdu_len);
-	u32 covered = XIW_MPA_HDR_LEN + ulpdu_len + pad;
+	/* What is left of the FPDU for tx.buf, from @from: up to the CRC. */
+	u8 *from = tx->fpdu_attached ? tx->buf + tx->buf_len : tx->fpdu;
+	u8 *pad_at = tx->fpdu_attached ? from :
+			tx->fpdu + XIW_MPA_HDR_LEN + ulpdu_len;
 	struct xiw_mpa_trailer *trailer;
 
-	memset(fpdu + XIW_MPA_HDR_LEN + ulpdu_len, 0, pad);
-	trailer = (struct xiw_mpa_trailer *)(fpdu + covered);
+	memset(pad_at, 0, pad);
+	trailer = (struct xiw_mpa_trailer *)(pad_at + pad);
 	/* RFC 5044 §4: without CRC the field is still there, all zero. */
-	xiw_mpa_put_crc(trailer, qp->conn.crc ? ~crc32c(~0U, fpdu, covered) : 0);
-	qp->tx.buf_len += covered + XIW_MPA_CRC_LEN;
+	if (qp->conn.crc)
+		tx->crc = ~crc32c(tx->crc, from, (u8 *)trailer - from);
+	xiw_mpa_put_crc(trailer, qp->conn.crc ? tx->crc : 0);
+	tx->buf_len = (u8 *)(trailer + 1) - tx->buf;
 }
 
-/* Copies @len payload bytes of @wqe starting at @offset to @dst. */
-static void xiw_wqe_copy_payload(struct xiw_wqe *wqe, u32 offset, u8 *dst,
-				 u32 len)
+/*
+ * Adds @len payload bytes of @wqe starting at @offset to the FPDU begun
+ * last, behind its header, which ends at @dst: copied there when @copy,
+ * else attached.
+ */
+static void xiw_tx_frame_wqe_payload(struct xiw_qp *qp, struct xiw_wqe *wqe,
+				     u32 offset, u8 *dst, u32 len, bool copy)
 {
 	const struct xiw_sqe *sqe = &wqe->sqe;
 	unsigned int i;
@@ -91,6 +215,7 @@ static void xiw_wqe_copy_payload(struct xiw_wqe *wqe, u32 offset, u8 *dst,
 	}
 	for (i = 0; i < sqe->num_sge && len; i++) {
 		u32 sge_len = sqe->sge[i].length;
+		u64 addr = sqe->sge[i].addr + offset;
 		u32 n;
 
 		if (offset >= sge_len) {
@@ -98,8 +223,12 @@ static void xiw_wqe_copy_payload(struct xiw_wqe *wqe, u32 offset, u8 *dst,
 			continue;
 		}
 		n = min(len, sge_len - offset);
-		xiw_mr_copy_from(wqe->mr[i], sqe->sge[i].addr + offset, dst, n);
-		dst += n;
+		if (copy) {
+			xiw_mr_copy_from(wqe->mr[i], addr, dst, n);
+			dst += n;
+		} else {
+			xiw_tx_frame_attach(qp, dst, wqe->mr[i], addr, n);
+		}
 		len -= n;
 		offset = 0;
 	}
@@ -426,7 +555,7 @@ static bool xiw_tx_frame_imm(struct xiw_qp *qp, struct xiw_wqe *wqe, u32 msn)
 	u32 ulpdu = sizeof(struct xiw_hdr_imm) - XIW_MPA_HDR_LEN;
 	struct xiw_hdr_imm *h;
 
-	h = xiw_tx_frame_begin(qp, sizeof(*h), 0);
+	h = xiw_tx_frame_begin(qp, sizeof(*h), 0, 0);
 	if (!h)
 		return false;
 	if (sqe->opcode == XIW_WR_SEND_WITH_IMM) {
@@ -440,7 +569,7 @@ static bool xiw_tx_frame_imm(struct xiw_qp *qp, struct xiw_wqe *wqe, u32 msn)
 	}
 	/* 8 opaque octets; xiw sends the 64-bit value big-endian. */
 	xiw_put_be64((struct xiw_be64 *)h->imm.data, sqe->operand[0]);
-	xiw_tx_frame_end(qp, (u8 *)h, ulpdu);
+	xiw_tx_frame_end(qp, ulpdu);
 	return true;
 }
 
@@ -465,7 +594,11 @@ static bool xiw_tx_frame_message(struct xiw_qp *qp)
 		u32 n = min(wqe->bytes - tx->cur_sent, max);
 		bool end = tx->cur_sent + n == wqe->bytes;
 		u32 ulpdu = hdr_size - XIW_MPA_HDR_LEN + n;
-		union xiw_hdr *hdr = xiw_tx_frame_begin(qp, hdr_size, n);
+		bool copy = n <= XIW_TX_COPY_MAX ||
+			    sqe->flags & XIW_SQE_INLINE;
+		union xiw_hdr *hdr = xiw_tx_frame_begin(qp, hdr_size,
+							copy ? n : 0,
+							copy ? 0 : n);
 
 		if (!hdr)
 			return false;
@@ -484,8 +617,9 @@ static bool xiw_tx_frame_message(struct xiw_qp *qp)
 					 sqe->invalidate_rkey : 0,
 					 XIW_QN_SEND, msn, tx->cur_sent);
 		}
-		xiw_wqe_copy_payload(wqe, tx->cur_sent, (u8 *)hdr + hdr_size, n);
-		xiw_tx_frame_end(qp, (u8 *)hdr, ulpdu);
+		xiw_tx_frame_wqe_payload(qp, wqe, tx->cur_sent,
+					 (u8 *)hdr + hdr_size, n, copy);
+		xiw_tx_frame_end(qp, ulpdu);
 		tx->cur_sent += n;
 		tx->cur_payload_done = end;
 	}
@@ -506,7 +640,7 @@ static bool xiw_tx_frame_read_request(struct xiw_qp *qp, u32 sink_stag,
 	struct xiw_hdr_read_req *h;
 	u32 ulpdu = sizeof(*h) - XIW_MPA_HDR_LEN;
 
-	h = xiw_tx_frame_begin(qp, sizeof(*h), 0);
+	h = xiw_tx_frame_begin(qp, sizeof(*h), 0, 0);
 	if (!h)
 		return false;
 	xiw_ctrl_set(&h->ddp.ctrl, ulpdu, 0, 1, XIW_RDMAP_RV1, XIW_OP_READ_REQ);
@@ -517,7 +651,7 @@ static bool xiw_tx_frame_read_request(struct xiw_qp *qp, u32 sink_stag,
 	h->rreq.read_size = cpu_to_be32(len);
 	h->rreq.src_stag = cpu_to_be32(src_stag);
 	xiw_put_be64(&h->rreq.src_to, src_to);
-	xiw_tx_frame_end(qp, (u8 *)h, ulpdu);
+	xiw_tx_frame_end(qp, ulpdu);
 	return true;
 }
 
@@ -536,7 +670,7 @@ static u32 xiw_tx_frame_atomic_request(struct xiw_qp *qp,
 	u32 ulpdu = sizeof(*h) - XIW_MPA_HDR_LEN;
 	u32 msn;
 
-	h = xiw_tx_frame_begin(qp, sizeof(*h), 0);
+	h = xiw_tx_frame_begin(qp, sizeof(*h), 0, 0);
 	if (!h)
 		return 0;
 	msn = ++qp->tx.msn[XIW_QN_READ_REQ];
@@ -561,7 +695,7 @@ static u32 xiw_tx_frame_atomic_request(struct xiw_qp *qp,
 		xiw_put_be64(&a->compare, sqe->operand[0]);
 		xiw_put_be64(&a->compare_mask, sqe->operand[2]);
 	}
-	xiw_tx_frame_end(qp, (u8 *)h, ulpdu);
+	xiw_tx_frame_end(qp, ulpdu);
 	return msn;
 }
 
@@ -579,7 +713,7 @@ static bool xiw_tx_frame_placement_request(struct xiw_qp *qp,
 	u32 rdmap_len = xiw_opcode_lookup(XIW_RDMAP_RV1, opcode)->hdr_len;
 	u32 hdr_size = sizeof(struct xiw_ddp_untagged_hdr) + rdmap_len;
 	u32 ulpdu = hdr_size - XIW_MPA_HDR_LEN + hash_len;
-	union xiw_hdr *h = xiw_tx_frame_begin(qp, hdr_size, hash_len);
+	union xiw_hdr *h = xiw_tx_frame_begin(qp, hdr_size, hash_len, 0);
 	struct xiw_rdmap_flush_req *f;
 
 	if (!h)
@@ -600,7 +734,7 @@ static bool xiw_tx_frame_placement_request(struct xiw_qp *qp,
 	else if (hash_len)
 		xiw_mr_copy_from(wqe->mr[1], sqe->sge[1].addr,
 				 (u8 *)h + hdr_size, hash_len);
-	xiw_tx_frame_end(qp, (u8 *)h, ulpdu);
+	xiw_tx_frame_end(qp, ulpdu);
 	return true;
 }
 
@@ -690,24 +824,25 @@ static bool xiw_tx_frame_rtr(struct xiw_qp *qp)
 		spin_unlock_bh(&qp->lock);
 		return ok;
 	case XIW_OP_WRITE:
-		h = xiw_tx_frame_begin(qp, sizeof(struct xiw_ddp_tagged_hdr), 0);
+		h = xiw_tx_frame_begin(qp, sizeof(struct xiw_ddp_tagged_hdr),
+				       0, 0);
 		if (!h)
 			return false;
 		xiw_ctrl_set((struct xiw_ctrl *)h, XIW_DDP_TAGGED_HLEN, 1, 1,
 			     XIW_RDMAP_RV1, XIW_OP_WRITE);
 		xiw_tagged_set((struct xiw_ddp_tagged_hdr *)h, 0, 0);
-		xiw_tx_frame_end(qp, h, XIW_DDP_TAGGED_HLEN);
+		xiw_tx_frame_end(qp, XIW_DDP_TAGGED_HLEN);
 		return true;
 	default:
 		h = xiw_tx_frame_begin(qp, sizeof(struct xiw_ddp_untagged_hdr),
-				       0);
+				       0, 0);
 		if (!h)
 			return false;
 		xiw_ctrl_set((struct xiw_ctrl *)h, XIW_DDP_UNTAGGED_HLEN, 0, 1,
 			     XIW_RDMAP_RV1, XIW_OP_SEND);
 		xiw_untagged_set((struct xiw_ddp_untagged_hdr *)h, 0,
 				 XIW_QN_SEND, ++qp->tx.msn[XIW_QN_SEND], 0);
-		xiw_tx_frame_end(qp, h, XIW_DDP_UNTAGGED_HLEN);
+		xiw_tx_frame_end(qp, XIW_DDP_UNTAGGED_HLEN);
 		return true;
 	}
 }
@@ -721,7 +856,10 @@ static bool xiw_tx_frame_read_response(struct xiw_qp *qp,
 {
 	u32 hdr_size = sizeof(struct xiw_ddp_tagged_hdr);
 	u32 n = min(e->len - e->sent, xiw_tx_max_payload(qp, hdr_size));
-	struct xiw_ddp_tagged_hdr *h = xiw_tx_frame_begin(qp, hdr_size, n);
+	bool copy = n <= XIW_TX_COPY_MAX;
+	struct xiw_ddp_tagged_hdr *h = xiw_tx_frame_begin(qp, hdr_size,
+							  copy ? n : 0,
+							  copy ? 0 : n);
 
 	if (!h)
 		return false;
@@ -729,9 +867,12 @@ static bool xiw_tx_frame_read_response(struct xiw_qp *qp,
 	xiw_ctrl_set(&h->ctrl, hdr_size - XIW_MPA_HDR_LEN + n, 1, *last,
 		     XIW_RDMAP_RV1, XIW_OP_READ_RESP);
 	xiw_tagged_set(h, e->sink_stag, e->sink_to + e->sent);
-	if (n)
+	if (n && copy)
 		xiw_mr_copy_from(e->mr, e->to + e->sent, (u8 *)h + hdr_size, n);
-	xiw_tx_frame_end(qp, (u8 *)h, hdr_size - XIW_MPA_HDR_LEN + n);
+	else if (n)
+		xiw_tx_frame_attach(qp, (u8 *)h + hdr_size, e->mr,
+				    e->to + e->sent, n);
+	xiw_tx_frame_end(qp, hdr_size - XIW_MPA_HDR_LEN + n);
 	e->sent += n;
 	return true;
 }
@@ -750,7 +891,7 @@ static int xiw_tx_execute(struct xiw_qp *qp, struct xiw_irq_entry *e)
 	u32 payload = e->opcode == XIW_OP_VERIFY_REQ ?
 		      crypto_shash_digestsize(e->mr->verify_tfm) : 0;
 	u32 ulpdu = hdr_size - XIW_MPA_HDR_LEN + payload;
-	union xiw_hdr *h = xiw_tx_frame_begin(qp, hdr_size, payload);
+	union xiw_hdr *h = xiw_tx_frame_begin(qp, hdr_size, payload, 0);
 	u8 *hash = (u8 *)h + hdr_size;
 	int err = 0;
 	u64 orig;
@@ -784,7 +925,7 @@ static int xiw_tx_execute(struct xiw_qp *qp, struct xiw_irq_entry *e)
 	xiw_ctrl_set(&h->ctrl, ulpdu, 0, 1, XIW_RDMAP_RV1, resp);
 	xiw_untagged_set(&h->untagged, 0, XIW_QN_RESPONSE,
 			 ++qp->tx.msn[XIW_QN_RESPONSE], 0);
-	xiw_tx_frame_end(qp, (u8 *)h, ulpdu);
+	xiw_tx_frame_end(qp, ulpdu);
 	return 0;
 }
 
@@ -803,13 +944,13 @@ static bool xiw_tx_frame_responses(struct xiw_qp *qp)
 		bool last = true;
 		int err = 0;
 
-		spin_lock_bh(&qp->lock);
-		if (tx->irq_head == tx->irq_tail) {
-			spin_unlock_bh(&qp->lock);
+		/*
+		 * Only this path moves irq_head; pairs with the release in
+		 * xiw_rx_queue_request(), so that the entry is complete.
+		 */
+		if (tx->irq_head == smp_load_acquire(&tx->irq_tail))
 			return true;
-		}
 		e = &tx->irq[tx->irq_head % XIW_MAX_IRD];
-		spin_unlock_bh(&qp->lock);
 
 		if (e->opcode == XIW_OP_READ_REQ) {
 			if (!xiw_tx_frame_read_response(qp, e, &last))
@@ -854,7 +995,7 @@ static bool xiw_tx_frame_terminate(struct xiw_qp *qp)
 	u32 flags = 0;
 	u32 ulpdu;
 
-	h = xiw_tx_frame_begin(qp, sizeof(*h), 0);
+	h = xiw_tx_frame_begin(qp, sizeof(*h), 0, 0);
 	if (!h)
 		return false;
 	memset(h, 0, sizeof(*h));
@@ -872,45 +1013,45 @@ static bool xiw_tx_frame_terminate(struct xiw_qp *qp)
 	xiw_untagged_set(&h->ddp, 0, XIW_QN_TERMINATE,
 			 ++qp->tx.msn[XIW_QN_TERMINATE], 0);
 	h->term.ctrl = xiw_term_ctrl(t->layer, t->etype, t->ecode, flags);
-	xiw_tx_frame_end(qp, (u8 *)h, ulpdu);
+	xiw_tx_frame_end(qp, ulpdu);
 	t->pending = false;
 	return true;
 }
 
 /*
- * Hands tx.buf to TCP.  Returns 0 when all of it went, -EAGAIN when TCP
- * is full (write space will call again), another error if the stream
- * is broken.
+ * Hands what is framed to TCP, which copies it.  Returns 0 when all of it
+ * went, -EAGAIN when TCP is full (write space will call again), another
+ * error if the stream is broken.
  */
 static int xiw_tx_push(struct xiw_qp *qp)
 {
 	struct xiw_qp_tx *tx = &qp->tx;
 
-	if (tx->buf_sent == tx->buf_len)
+	xiw_tx_describe_buf(tx);
+	if (tx->out_sent == tx->out_len)
 		goto sent;
 	/*
 	 * Up before trying, so that write space arriving between a refused
 	 * send and our return is not lost; down again once all went.
 	 */
 	WRITE_ONCE(tx->wants_space, true);
-	while (tx->buf_sent < tx->buf_len) {
+	while (tx->out_sent < tx->out_len) {
 		struct msghdr msg = {
 			.msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL,
 		};
-		struct kvec iov = {
-			.iov_base = tx->buf + tx->buf_sent,
-			.iov_len = tx->buf_len - tx->buf_sent,
-		};
-		int rv = kernel_sendmsg(qp->sock, &msg, &iov, 1, iov.iov_len);
+		int rv;
 
+		iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, tx->vec, tx->nvec,
+			      tx->out_len);
+		iov_iter_advance(&msg.msg_iter, tx->out_sent);
+		rv = sock_sendmsg(qp->sock, &msg);
 		if (rv < 0)
 			return rv;
-		tx->buf_sent += rv;
+		tx->out_sent += rv;
 	}
 	WRITE_ONCE(tx->wants_space, false);
 sent:
-	tx->buf_len = 0;
-	tx->buf_sent = 0;
+	xiw_tx_discard(tx);
 	return 0;
 }
 
@@ -926,8 +1067,7 @@ static void xiw_tx_flush(struct xiw_qp *qp)
 		producer = smp_load_acquire(&xiw_sq_ctrl(qp)->producer);
 
 	tx->cur = NULL;
-	tx->buf_len = 0;
-	tx->buf_sent = 0;
+	xiw_tx_discard(tx);
 	spin_lock_bh(&qp->lock);
 	qp->rx.orq_head = qp->rx.orq_tail;
 	for (; tx->irq_head != tx->irq_tail; tx->irq_head++) {
@@ -1026,8 +1166,8 @@ static void xiw_tx_error(struct xiw_qp *qp)
 	bool terminated = false;
 
 	/* Only on an FPDU boundary: a torn FPDU cannot be followed. */
-	if (tx->term.pending && qp->sock && !tx->buf_sent) {
-		tx->buf_len = 0;
+	if (tx->term.pending && qp->sock && !tx->out_sent) {
+		xiw_tx_discard(tx);
 		terminated = xiw_tx_frame_terminate(qp) && !xiw_tx_push(qp);
 	}
 	spin_lock_bh(&qp->lock);
@@ -1074,7 +1214,7 @@ static bool xiw_tx_run(struct xiw_qp *qp)
 		/* Fill the buffer with as much work as it takes. */
 		while (!tx->cur_done_on_flush && xiw_tx_frame_next(qp))
 			;
-		if (!tx->buf_len)
+		if (xiw_tx_idle(tx))
 			return !tx->cur;
 	}
 }
@@ -1173,7 +1313,7 @@ void xiw_qp_tx_send_rtr(struct xiw_qp *qp)
 	struct xiw_qp_tx *tx = &qp->tx;
 
 	mutex_lock(&tx->lock);
-	if (tx->rtr_pending && qp->sock && !tx->buf_len &&
+	if (tx->rtr_pending && qp->sock && xiw_tx_idle(tx) &&
 	    xiw_tx_frame_rtr(qp)) {
 		tx->rtr_pending = false;
 		xiw_tx_push(qp);
@@ -1215,8 +1355,11 @@ int xiw_qp_tx_init(struct xiw_qp *qp)
 			return -ENOMEM;
 	}
 	tx->irq = kcalloc(XIW_MAX_IRD, sizeof(*tx->irq), GFP_KERNEL);
-	tx->buf = kvmalloc(XIW_TX_BUF_SIZE, GFP_KERNEL);
-	if (!tx->irq || !tx->buf) {
+	/* Handed to TCP by page: linear memory (xiw_tx_describe_buf()). */
+	tx->buf = kmalloc(XIW_TX_BUF_SIZE, GFP_KERNEL);
+	tx->vec = kcalloc(XIW_TX_VECS, sizeof(*tx->vec), GFP_KERNEL);
+	tx->held = kcalloc(XIW_TX_VECS, sizeof(*tx->held), GFP_KERNEL);
+	if (!tx->irq || !tx->buf || !tx->vec || !tx->held) {
 		xiw_qp_tx_destroy(qp);
 		return -ENOMEM;
 	}
@@ -1235,9 +1378,15 @@ void xiw_qp_tx_destroy(struct xiw_qp *qp)
 		if (tx->irq[i].mr)
 			xiw_mr_put(tx->irq[i].mr);
 	kvfree(tx->wqes);
+	if (tx->held)
+		xiw_tx_discard(tx);
 	kfree(tx->irq);
-	kvfree(tx->buf);
+	kfree(tx->buf);
+	kfree(tx->vec);
+	kfree(tx->held);
 	tx->wqes = NULL;
 	tx->irq = NULL;
 	tx->buf = NULL;
+	tx->vec = NULL;
+	tx->held = NULL;
 }

@@ -563,10 +563,36 @@ int post_send(ibv_qp *ibqp, ibv_send_wr *wr, ibv_send_wr **bad_wr) noexcept
 	return err;
 }
 
+int put_receives(const ring<xiw_rqe> &rq, ibv_recv_wr *&wr) noexcept
+{
+	const std::uint32_t first = rq.own(rq.ctrl().producer);
+	std::uint32_t producer = first;
+	int err = 0;
+
+	for (; wr; wr = wr->next) {
+		if (producer - rq.load_consumer() >= rq.capacity()) {
+			err = ENOMEM;
+			break;
+		}
+		if (wr->num_sge < 0 || wr->num_sge > XIW_MAX_RECV_SGE) {
+			err = EINVAL;
+			break;
+		}
+		xiw_rqe &rqe = rq.slot(producer);
+		rqe.wr_id = wr->wr_id;
+		rqe.num_sge = static_cast<std::uint8_t>(wr->num_sge);
+		std::memcpy(rqe.sge, wr->sg_list,
+			    sizeof(ibv_sge) * static_cast<std::size_t>(wr->num_sge));
+		producer++;
+	}
+	if (producer != first)
+		rq.store_producer(producer);
+	return err;
+}
+
 int post_recv(ibv_qp *ibqp, ibv_recv_wr *wr, ibv_recv_wr **bad_wr) noexcept
 {
 	qp &q = *from_ibv(ibqp);
-	int err = 0;
 
 	if (!wr)
 		return 0;
@@ -576,26 +602,9 @@ int post_recv(ibv_qp *ibqp, ibv_recv_wr *wr, ibv_recv_wr **bad_wr) noexcept
 	}
 
 	q.rq_lock.lock();
-	const std::uint32_t first = q.rq.own(q.rq.ctrl().producer);
-	std::uint32_t producer = first;
-	for (; wr; wr = wr->next) {
-		if (producer - q.rq.load_consumer() >= q.rq.capacity()) {
-			err = ENOMEM;
-			break;
-		}
-		if (wr->num_sge < 0 || wr->num_sge > XIW_MAX_RECV_SGE) {
-			err = EINVAL;
-			break;
-		}
-		xiw_rqe &rqe = q.rq.slot(producer);
-		rqe.wr_id = wr->wr_id;
-		rqe.num_sge = static_cast<std::uint8_t>(wr->num_sge);
-		std::memcpy(rqe.sge, wr->sg_list,
-			    sizeof(ibv_sge) * static_cast<std::size_t>(wr->num_sge));
-		producer++;
-	}
-	if (producer != first) {
-		q.rq.store_producer(producer);
+	ibv_recv_wr *const first = wr;
+	const int err = put_receives(q.rq, wr);
+	if (wr != first) {
 		// The kernel takes receives off the ring as messages arrive;
 		// only a QP in Error asks to be told, to flush them.
 		std::atomic_thread_fence(std::memory_order_seq_cst);

@@ -84,12 +84,16 @@
 #define XIW_RC_SIZEOF_CMD_CREATE_QP 64
 #define XIW_RC_SIZEOF_CMD_MODIFY_QP 120
 #define XIW_RC_SIZEOF_CMD_QUERY_QP 24
+#define XIW_RC_SIZEOF_CMD_CREATE_SRQ 40
+#define XIW_RC_SIZEOF_CMD_MODIFY_SRQ 24
+#define XIW_RC_SIZEOF_CMD_QUERY_SRQ 24
 /* Core responses; provider udata follows directly. */
 #define XIW_RC_SIZEOF_RESP_GET_CONTEXT 8
 #define XIW_RC_SIZEOF_RESP_ALLOC_PD 4
 #define XIW_RC_SIZEOF_RESP_REG_MR 12
 #define XIW_RC_SIZEOF_RESP_CREATE_CQ 8
 #define XIW_RC_SIZEOF_RESP_CREATE_QP 32
+#define XIW_RC_SIZEOF_RESP_CREATE_SRQ 16
 #define XIW_RC_SIZEOF_RESP_EX_QUERY_DEVICE 304
 
 /*
@@ -185,11 +189,15 @@ XIW_RC_CHECK(sizeof(struct ibv_create_cq) == XIW_RC_SIZEOF_CMD_CREATE_CQ);
 XIW_RC_CHECK(sizeof(struct ibv_create_qp) == XIW_RC_SIZEOF_CMD_CREATE_QP);
 XIW_RC_CHECK(sizeof(struct ibv_modify_qp) == XIW_RC_SIZEOF_CMD_MODIFY_QP);
 XIW_RC_CHECK(sizeof(struct ibv_query_qp) == XIW_RC_SIZEOF_CMD_QUERY_QP);
+XIW_RC_CHECK(sizeof(struct ibv_create_srq) == XIW_RC_SIZEOF_CMD_CREATE_SRQ);
+XIW_RC_CHECK(sizeof(struct ibv_modify_srq) == XIW_RC_SIZEOF_CMD_MODIFY_SRQ);
+XIW_RC_CHECK(sizeof(struct ibv_query_srq) == XIW_RC_SIZEOF_CMD_QUERY_SRQ);
 XIW_RC_CHECK(sizeof(struct ib_uverbs_get_context_resp) == XIW_RC_SIZEOF_RESP_GET_CONTEXT);
 XIW_RC_CHECK(sizeof(struct ib_uverbs_alloc_pd_resp) == XIW_RC_SIZEOF_RESP_ALLOC_PD);
 XIW_RC_CHECK(sizeof(struct ib_uverbs_reg_mr_resp) == XIW_RC_SIZEOF_RESP_REG_MR);
 XIW_RC_CHECK(sizeof(struct ib_uverbs_create_cq_resp) == XIW_RC_SIZEOF_RESP_CREATE_CQ);
 XIW_RC_CHECK(sizeof(struct ib_uverbs_create_qp_resp) == XIW_RC_SIZEOF_RESP_CREATE_QP);
+XIW_RC_CHECK(sizeof(struct ib_uverbs_create_srq_resp) == XIW_RC_SIZEOF_RESP_CREATE_SRQ);
 XIW_RC_CHECK(sizeof(struct ib_uverbs_ex_query_device_resp) == XIW_RC_SIZEOF_RESP_EX_QUERY_DEVICE);
 #endif /* XIW_USE_RDMA_CORE_HEADERS && !__cplusplus */
 
@@ -446,6 +454,9 @@ using create_cq_cmd = write_cmd<ib_uverbs_create_cq>;
 using create_qp_cmd = write_cmd<ib_uverbs_create_qp>;
 using modify_qp_cmd = write_cmd<ib_uverbs_modify_qp>;
 using query_qp_cmd = write_cmd<ib_uverbs_query_qp>;
+using create_srq_cmd = write_cmd<ib_uverbs_create_srq>;
+using modify_srq_cmd = write_cmd<ib_uverbs_modify_srq>;
+using query_srq_cmd = write_cmd<ib_uverbs_query_srq>;
 template <class U> using reg_mr_cmd = write_cmd<ib_uverbs_reg_mr, U>;
 
 template <class U> using get_context_resp = write_resp<ib_uverbs_get_context_resp, U>;
@@ -453,6 +464,7 @@ using alloc_pd_resp = write_resp<ib_uverbs_alloc_pd_resp>;
 template <class U> using reg_mr_resp = write_resp<ib_uverbs_reg_mr_resp, U>;
 template <class U> using create_cq_resp = write_resp<ib_uverbs_create_cq_resp, U>;
 template <class U> using create_qp_resp = write_resp<ib_uverbs_create_qp_resp, U>;
+template <class U> using create_srq_resp = write_resp<ib_uverbs_create_srq_resp, U>;
 
 /* The opaque buffers are passed to libibverbs through these tags. */
 struct cmd_buf;
@@ -492,11 +504,15 @@ static_assert(sizeof(create_cq_cmd) == XIW_RC_SIZEOF_CMD_CREATE_CQ);
 static_assert(sizeof(create_qp_cmd) == XIW_RC_SIZEOF_CMD_CREATE_QP);
 static_assert(sizeof(modify_qp_cmd) == XIW_RC_SIZEOF_CMD_MODIFY_QP);
 static_assert(sizeof(query_qp_cmd) == XIW_RC_SIZEOF_CMD_QUERY_QP);
+static_assert(sizeof(create_srq_cmd) == XIW_RC_SIZEOF_CMD_CREATE_SRQ);
+static_assert(sizeof(modify_srq_cmd) == XIW_RC_SIZEOF_CMD_MODIFY_SRQ);
+static_assert(sizeof(query_srq_cmd) == XIW_RC_SIZEOF_CMD_QUERY_SRQ);
 static_assert(sizeof(ib_uverbs_get_context_resp) == XIW_RC_SIZEOF_RESP_GET_CONTEXT);
 static_assert(sizeof(alloc_pd_resp) == XIW_RC_SIZEOF_RESP_ALLOC_PD);
 static_assert(sizeof(ib_uverbs_reg_mr_resp) == XIW_RC_SIZEOF_RESP_REG_MR);
 static_assert(sizeof(ib_uverbs_create_cq_resp) == XIW_RC_SIZEOF_RESP_CREATE_CQ);
 static_assert(sizeof(ib_uverbs_create_qp_resp) == XIW_RC_SIZEOF_RESP_CREATE_QP);
+static_assert(sizeof(ib_uverbs_create_srq_resp) == XIW_RC_SIZEOF_RESP_CREATE_SRQ);
 static_assert(sizeof(ib_uverbs_ex_query_device_resp) == XIW_RC_SIZEOF_RESP_EX_QUERY_DEVICE);
 
 /* ---- functions exported by libibverbs.so.1 at IBVERBS_PRIVATE_34 ---- */
@@ -546,6 +562,14 @@ int ibv_cmd_query_qp(ibv_qp *qp, ibv_qp_attr *qp_attr, int attr_mask,
 int ibv_cmd_destroy_qp(ibv_qp *qp);
 int ibv_cmd_post_send(ibv_qp *qp, ibv_send_wr *wr, ibv_send_wr **bad_wr);
 int ibv_cmd_post_recv(ibv_qp *qp, ibv_recv_wr *wr, ibv_recv_wr **bad_wr);
+int ibv_cmd_create_srq(ibv_pd *pd, ibv_srq *srq, ibv_srq_init_attr *attr,
+		       cmd_buf *cmd, std::size_t cmd_size, resp_buf *resp,
+		       std::size_t resp_size);
+int ibv_cmd_modify_srq(ibv_srq *srq, ibv_srq_attr *srq_attr,
+		       int srq_attr_mask, cmd_buf *cmd, std::size_t cmd_size);
+int ibv_cmd_query_srq(ibv_srq *srq, ibv_srq_attr *srq_attr, cmd_buf *cmd,
+		      std::size_t cmd_size);
+int ibv_cmd_destroy_srq(ibv_srq *srq);
 }
 
 } // namespace xiw::rc

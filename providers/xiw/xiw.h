@@ -74,6 +74,14 @@ struct qp {
 	int batch_err;	    // first error of the batch, reported by wr_complete
 };
 
+// A shared receive queue: the ring the kernel takes receives from for every
+// QP created on it.
+struct srq {
+	ibv_srq ibsrq;
+	spin_lock lock; // serialises posters
+	ring<xiw_rqe> rq;
+};
+
 // ibv_context is the last member of verbs_context.
 inline context *from_ibv(ibv_context *c) noexcept
 {
@@ -94,6 +102,11 @@ inline qp *from_ibv(ibv_qp *q) noexcept
 inline qp *from_ibv(ibv_qp_ex *q) noexcept
 {
 	return from_ibv(&q->qp_base);
+}
+inline srq *from_ibv(ibv_srq *s) noexcept
+{
+	static_assert(offsetof(srq, ibsrq) == 0);
+	return reinterpret_cast<srq *>(s);
 }
 inline mr *from_verbs(rc::verbs_mr *m) noexcept
 {
@@ -116,6 +129,16 @@ int query_qp(ibv_qp *qp, ibv_qp_attr *attr, int attr_mask,
 	     ibv_qp_init_attr *init_attr) noexcept;
 int post_send(ibv_qp *qp, ibv_send_wr *wr, ibv_send_wr **bad_wr) noexcept;
 int post_recv(ibv_qp *qp, ibv_recv_wr *wr, ibv_recv_wr **bad_wr) noexcept;
+// Writes receives into rq up to the first that fails, which wr is left at;
+// publishes what it wrote.  Returns 0 or the errno of that failure.  The
+// caller serialises the posters of rq.
+int put_receives(const ring<xiw_rqe> &rq, ibv_recv_wr *&wr) noexcept;
+
+ibv_srq *create_srq(ibv_pd *pd, ibv_srq_init_attr *attr) noexcept;
+int destroy_srq(ibv_srq *srq) noexcept;
+int modify_srq(ibv_srq *srq, ibv_srq_attr *attr, int attr_mask) noexcept;
+int query_srq(ibv_srq *srq, ibv_srq_attr *attr) noexcept;
+int post_srq_recv(ibv_srq *srq, ibv_recv_wr *wr, ibv_recv_wr **bad_wr) noexcept;
 
 } // namespace xiw
 

@@ -117,11 +117,15 @@ static_assert(sizeof(rc::create_cq_cmd) == 40);
 static_assert(sizeof(rc::create_qp_cmd) == 64);
 static_assert(sizeof(rc::modify_qp_cmd) == 120);
 static_assert(sizeof(rc::query_qp_cmd) == 24);
+static_assert(sizeof(rc::create_srq_cmd) == 40);
+static_assert(sizeof(rc::modify_srq_cmd) == 24);
+static_assert(sizeof(rc::query_srq_cmd) == 24);
 static_assert(sizeof(ib_uverbs_get_context_resp) == 8);
 static_assert(sizeof(rc::alloc_pd_resp) == 4);
 static_assert(sizeof(ib_uverbs_reg_mr_resp) == 12);
 static_assert(sizeof(ib_uverbs_create_cq_resp) == 8);
 static_assert(sizeof(ib_uverbs_create_qp_resp) == 32);
+static_assert(sizeof(ib_uverbs_create_srq_resp) == 16);
 static_assert(sizeof(ib_uverbs_ex_query_device_resp) == 304);
 
 // xiw udata sits right after the core part, with no padding: libibverbs
@@ -133,6 +137,7 @@ static_assert(rc::udata_follows_core<rc::get_context_resp<xiw_uresp_alloc_ctx>>(
 static_assert(rc::udata_follows_core<rc::reg_mr_resp<xiw_uresp_reg_mr>>(12));
 static_assert(rc::udata_follows_core<rc::create_cq_resp<xiw_uresp_create_cq>>(8));
 static_assert(rc::udata_follows_core<rc::create_qp_resp<xiw_uresp_create_qp>>(32));
+static_assert(rc::udata_follows_core<rc::create_srq_resp<xiw_uresp_create_srq>>(16));
 
 // ---- xiw-abi.h -----------------------------------------------------------
 
