@@ -254,6 +254,7 @@ struct xiw_qp {
 	struct xiw_qp_rx rx;
 	/* Data path state shared by TX (process) and RX (softirq). */
 	spinlock_t lock;
+	spinlock_t post_lock;		/* kernel consumers' posters */
 	struct mutex state_lock;	/* serialises modify_qp */
 	enum ib_qp_state state;
 	refcount_t iw_refs;		/* references taken by iw_cm */
@@ -273,7 +274,8 @@ struct xiw_qp {
 struct xiw_mr {
 	struct ib_mr ibmr;
 	struct ib_umem *umem;		/* NULL for kernel MRs */
-	struct page **pages;		/* the pinned pages of umem, in order */
+	/* umem's pinned pages or a fast registration's; NULL: linear */
+	struct page **pages;
 	unsigned int first_page_offset;	/* of iova within pages[0] */
 	u64 iova;
 	u64 length;
@@ -285,6 +287,15 @@ struct xiw_mr {
 	refcount_t refs;		/* the table's plus the data path's */
 	struct completion released;
 	struct rcu_head rcu;
+	/*
+	 * Fast registration (kernel consumers): max_pages entries of pages
+	 * are set by map_mr_sg, npages of them used; the STag is usable
+	 * only between a Register and an Invalidate.
+	 */
+	bool fast_reg;
+	bool stag_valid;
+	u32 max_pages;
+	u32 npages;
 };
 
 /* Why a local or remote access to a registration was refused. */
@@ -440,6 +451,14 @@ int xiw_mr_hash(struct xiw_mr *mr, u64 addr, u32 len, u8 *out);
 struct xiw_mr *xiw_mr_get_region(struct xiw_device *xdev, struct ib_pd *pd,
 				 u32 stag, int access,
 				 enum xiw_access_error *why);
+struct ib_mr *xiw_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+			   u32 max_num_sg);
+int xiw_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		  unsigned int *sg_offset);
+u8 xiw_mr_fast_register(struct ib_pd *pd, struct ib_mr *ibmr, u32 key,
+			int access);
+enum xiw_access_error xiw_mr_invalidate(struct xiw_device *xdev,
+					struct ib_pd *pd, u32 stag);
 int xiw_mr_copy_from_skb(struct xiw_mr *mr, u64 addr,
 			 const struct sk_buff *skb, int offset, size_t len,
 			 u32 *crc);

@@ -231,6 +231,7 @@ static const struct ib_device_ops xiw_device_ops = {
 	.driver_id = RDMA_DRIVER_UNKNOWN,
 	.uverbs_abi_ver = XIW_ABI_VERSION,
 
+	.alloc_mr = xiw_alloc_mr,
 	.alloc_pd = xiw_alloc_pd,
 	.alloc_ucontext = xiw_alloc_ucontext,
 	.create_cq = xiw_create_cq,
@@ -254,6 +255,7 @@ static const struct ib_device_ops xiw_device_ops = {
 	.iw_destroy_listen = xiw_destroy_listen,
 	.iw_get_qp = xiw_get_qp,
 	.iw_reject = xiw_reject,
+	.map_mr_sg = xiw_map_mr_sg,
 	.iw_rem_ref = xiw_qp_put_ref,
 	.mmap = xiw_mmap,
 	.mmap_free = xiw_mmap_free,

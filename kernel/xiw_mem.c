@@ -35,6 +35,7 @@ static int xiw_mr_insert(struct xiw_device *xdev, struct xiw_mr *mr)
 	}
 	refcount_set(&mr->refs, 1);
 	init_completion(&mr->released);
+	mr->stag_valid = !mr->fast_reg;
 	err = xa_alloc_cyclic(&xdev->mr_xa, &index, mr,
 			      XA_LIMIT(1, XIW_STAG_INDEX_MAX),
 			      &xdev->stag_index_next, GFP_KERNEL);
@@ -88,7 +89,10 @@ struct xiw_mr *xiw_mr_get_region(struct xiw_device *xdev, struct ib_pd *pd,
 
 	rcu_read_lock();
 	mr = xa_load(&xdev->mr_xa, stag >> 8);
-	if (!mr || mr->ibmr.lkey != stag || !refcount_inc_not_zero(&mr->refs)) {
+	/* Pairs with the release in xiw_mr_fast_register(). */
+	if (!mr || !smp_load_acquire(&mr->stag_valid) ||
+	    READ_ONCE(mr->ibmr.lkey) != stag ||
+	    !refcount_inc_not_zero(&mr->refs)) {
 		rcu_read_unlock();
 		*why = XIW_ACCESS_INVALID_STAG;
 		return NULL;
@@ -148,10 +152,10 @@ int xiw_mr_walk_pages(struct xiw_mr *mr, u64 addr, size_t len,
 
 	while (len && !err) {
 		const void *kaddr = (const void *)(uintptr_t)addr;
-		struct page *page = mr->umem ? mr->pages[off >> PAGE_SHIFT] :
-					       virt_to_page(kaddr);
-		size_t pgoff = mr->umem ? off & ~PAGE_MASK :
-					  offset_in_page(kaddr);
+		struct page *page = mr->pages ? mr->pages[off >> PAGE_SHIFT] :
+						virt_to_page(kaddr);
+		size_t pgoff = mr->pages ? off & ~PAGE_MASK :
+					   offset_in_page(kaddr);
 		size_t n = min_t(size_t, len, PAGE_SIZE - pgoff);
 
 		err = fn(page, pgoff, n, arg);
@@ -188,7 +192,7 @@ static int xiw_mr_walk(struct xiw_mr *mr, u64 addr, size_t len,
 {
 	struct xiw_mapped_walk walk = { .fn = fn, .arg = arg };
 
-	if (!mr->umem)
+	if (!mr->pages)
 		return fn((void *)(uintptr_t)addr, len, arg);
 	return xiw_mr_walk_pages(mr, addr, len, xiw_piece_map, &walk);
 }
@@ -546,4 +550,110 @@ int xiw_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	ib_umem_release(mr->umem);
 	xiw_mr_free(mr);
 	return 0;
+}
+
+/* A registration for fast registration work requests (kernel consumers). */
+struct ib_mr *xiw_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+			   u32 max_num_sg)
+{
+	struct xiw_mr *mr;
+	int err;
+
+	if (type != IB_MR_TYPE_MEM_REG)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (max_num_sg > XIW_MAX_FRMR_PAGES)
+		return ERR_PTR(-EINVAL);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->pages = kvcalloc(max_num_sg, sizeof(*mr->pages), GFP_KERNEL);
+	if (!mr->pages) {
+		kfree(mr);
+		return ERR_PTR(-ENOMEM);
+	}
+	mr->fast_reg = true;
+	mr->max_pages = max_num_sg;
+	err = xiw_mr_insert(to_xiw_dev(ibpd->device), mr);
+	if (err) {
+		kvfree(mr->pages);
+		kfree(mr);
+		return ERR_PTR(err);
+	}
+	return &mr->ibmr;
+}
+
+static int xiw_mr_set_page(struct ib_mr *ibmr, u64 addr)
+{
+	struct xiw_mr *mr = to_xiw_mr(ibmr);
+
+	if (mr->npages == mr->max_pages)
+		return -ENOMEM;
+	/* A software device's DMA addresses are kernel virtual ones. */
+	mr->pages[mr->npages++] = virt_to_page((void *)(uintptr_t)addr);
+	return 0;
+}
+
+/*
+ * Records the pages of a scatterlist for the next Register work request;
+ * the registration keeps them by page, so its page size is the CPU's.
+ */
+int xiw_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		  unsigned int *sg_offset)
+{
+	struct xiw_mr *mr = to_xiw_mr(ibmr);
+
+	if (ibmr->page_size != PAGE_SIZE)
+		return -EINVAL;
+	mr->npages = 0;
+	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, xiw_mr_set_page);
+}
+
+/*
+ * Executes a Register work request of a QP of @pd: the STag of @ibmr,
+ * with the new @key, names the pages map_mr_sg recorded, with @access
+ * rights.  Returns a work completion status.
+ */
+u8 xiw_mr_fast_register(struct ib_pd *pd, struct ib_mr *ibmr, u32 key,
+			int access)
+{
+	struct xiw_mr *mr = to_xiw_mr(ibmr);
+	u32 stag = (ibmr->lkey & ~0xffU) | (key & 0xff);
+	unsigned int offset = ibmr->iova & ~PAGE_MASK;
+
+	if (!mr->fast_reg || ibmr->pd != pd)
+		return XIW_WC_LOC_PROT_ERR;
+	/* A valid STag must be invalidated before it is registered again. */
+	if (mr->stag_valid ||
+	    offset + ibmr->length > (u64)mr->npages * PAGE_SIZE)
+		return XIW_WC_LOC_QP_OP_ERR;
+	mr->iova = ibmr->iova;
+	mr->length = ibmr->length;
+	mr->first_page_offset = offset;
+	mr->access = access;
+	WRITE_ONCE(ibmr->lkey, stag);
+	WRITE_ONCE(ibmr->rkey, stag);
+	/* The region before the STag: lookups acquire stag_valid. */
+	smp_store_release(&mr->stag_valid, true);
+	return XIW_WC_SUCCESS;
+}
+
+/*
+ * Invalidates @stag of a fast registration of @pd, for a Local Invalidate
+ * work request or an inbound Send with Invalidate (RFC 5040 §6.10); an
+ * access that already holds the registration may still finish.
+ */
+enum xiw_access_error xiw_mr_invalidate(struct xiw_device *xdev,
+					struct ib_pd *pd, u32 stag)
+{
+	enum xiw_access_error why;
+	struct xiw_mr *mr = xiw_mr_get_region(xdev, pd, stag, 0, &why);
+
+	if (!mr)
+		return why;
+	/* Only fast registrations can be invalidated. */
+	why = mr->fast_reg ? XIW_ACCESS_OK : XIW_ACCESS_INVALID_STAG;
+	if (mr->fast_reg)
+		WRITE_ONCE(mr->stag_valid, false);
+	xiw_mr_put(mr);
+	return why;
 }

@@ -64,6 +64,7 @@ int xiw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 
 	mutex_init(&qp->state_lock);
 	spin_lock_init(&qp->lock);
+	spin_lock_init(&qp->post_lock);
 	qp->state = IB_QPS_RESET;
 	refcount_set(&qp->iw_refs, 1);
 	init_completion(&qp->iw_released);
@@ -379,38 +380,246 @@ void xiw_qp_llp_unbind(struct xiw_qp *qp)
 	mutex_unlock(&qp->state_lock);
 }
 
+/* The SQE opcode of a kernel consumer's work request; -1 if none. */
+static int xiw_wr_opcode_of(enum ib_wr_opcode opcode)
+{
+	switch (opcode) {
+	case IB_WR_SEND:
+		return XIW_WR_SEND;
+	case IB_WR_SEND_WITH_IMM:
+		return XIW_WR_SEND_WITH_IMM;
+	case IB_WR_SEND_WITH_INV:
+		return XIW_WR_SEND_WITH_INV;
+	case IB_WR_RDMA_WRITE:
+		return XIW_WR_RDMA_WRITE;
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		return XIW_WR_RDMA_WRITE_WITH_IMM;
+	case IB_WR_RDMA_READ:
+		return XIW_WR_RDMA_READ;
+	case IB_WR_RDMA_READ_WITH_INV:
+		return XIW_WR_RDMA_READ_WITH_INV;
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		return XIW_WR_ATOMIC_FETCH_ADD;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+		return XIW_WR_ATOMIC_CMP_SWAP;
+	case IB_WR_LOCAL_INV:
+		return XIW_WR_LOCAL_INV;
+	case IB_WR_REG_MR:
+		return XIW_WR_REG_MR;
+	default:
+		return -1;
+	}
+}
+
+/*
+ * Writes a kernel consumer's work request into its SQE, as the provider
+ * does for user QPs (the SGE addresses are kernel virtual addresses: a
+ * software device maps DMA one to one).
+ */
+static int xiw_fill_sqe(struct xiw_sqe *sqe, const struct ib_send_wr *wr)
+{
+	int opcode = xiw_wr_opcode_of(wr->opcode);
+	u32 len = 0;
+	int i;
+
+	if (opcode < 0)
+		return -EINVAL;
+	if (wr->num_sge < 0 || wr->num_sge > XIW_MAX_SGE)
+		return -EINVAL;
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->wr_id = wr->wr_id;
+	sqe->opcode = opcode;
+	if (wr->send_flags & IB_SEND_SIGNALED)
+		sqe->flags |= XIW_SQE_SIGNALED;
+	if (wr->send_flags & IB_SEND_SOLICITED)
+		sqe->flags |= XIW_SQE_SOLICITED;
+	if (wr->send_flags & IB_SEND_FENCE)
+		sqe->flags |= XIW_SQE_FENCE;
+
+	switch (wr->opcode) {
+	case IB_WR_SEND_WITH_IMM:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		/* The 64-bit immediate whose value is the 32 bits sent. */
+		sqe->operand[0] = be32_to_cpu(wr->ex.imm_data);
+		break;
+	case IB_WR_SEND_WITH_INV:
+	case IB_WR_LOCAL_INV:
+	case IB_WR_RDMA_READ_WITH_INV:
+		sqe->invalidate_rkey = wr->ex.invalidate_rkey;
+		break;
+	default:
+		break;
+	}
+	switch (wr->opcode) {
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+	case IB_WR_RDMA_READ:
+	case IB_WR_RDMA_READ_WITH_INV:
+		sqe->remote_addr = rdma_wr(wr)->remote_addr;
+		sqe->rkey = rdma_wr(wr)->rkey;
+		break;
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+		sqe->remote_addr = atomic_wr(wr)->remote_addr;
+		sqe->rkey = atomic_wr(wr)->rkey;
+		/* The unmasked atomics, with neutral masks (see xiw_sqe). */
+		sqe->operand[0] = atomic_wr(wr)->compare_add;
+		if (wr->opcode == IB_WR_ATOMIC_CMP_AND_SWP) {
+			sqe->operand[1] = atomic_wr(wr)->swap;
+			sqe->operand[2] = ~0ULL;
+			sqe->operand[3] = ~0ULL;
+		}
+		break;
+	case IB_WR_REG_MR:
+		sqe->operand[0] = (uintptr_t)reg_wr(wr)->mr;
+		sqe->operand[1] = reg_wr(wr)->access;
+		sqe->rkey = reg_wr(wr)->key;
+		return 0;
+	default:
+		break;
+	}
+
+	if (!(wr->send_flags & IB_SEND_INLINE)) {
+		sqe->num_sge = wr->num_sge;
+		for (i = 0; i < wr->num_sge; i++)
+			sqe->sge[i] = (struct xiw_sge){
+				.addr = wr->sg_list[i].addr,
+				.length = wr->sg_list[i].length,
+				.lkey = wr->sg_list[i].lkey,
+			};
+		return 0;
+	}
+	for (i = 0; i < wr->num_sge; i++) {
+		u32 n = wr->sg_list[i].length;
+
+		if (n > XIW_MAX_INLINE - len)
+			return -EINVAL;
+		memcpy((u8 *)sqe->sge + len,
+		       (void *)(uintptr_t)wr->sg_list[i].addr, n);
+		len += n;
+	}
+	sqe->flags |= XIW_SQE_INLINE;
+	sqe->inline_length = len;
+	return 0;
+}
+
+/* Kernel consumers' work requests go into the same ring as the provider's. */
+static int xiw_post_kernel_send(struct xiw_qp *qp, const struct ib_send_wr *wr,
+				const struct ib_send_wr **bad_wr)
+{
+	struct xiw_ring_ctrl *ctrl = qp->sq.mem;
+	unsigned long flags;
+	u32 producer;
+	int err = 0;
+
+	if (!qp->sq.num) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+	spin_lock_irqsave(&qp->post_lock, flags);
+	producer = ctrl->producer;
+	for (; wr; wr = wr->next) {
+		/* Pairs with the transmit path's release of the slot. */
+		if (producer - smp_load_acquire(&ctrl->consumer) >=
+		    qp->sq.num) {
+			err = -ENOMEM;
+			break;
+		}
+		err = xiw_fill_sqe(qp->sq.mem + XIW_RING_ENTRIES_OFFSET +
+				   (size_t)(producer & (qp->sq.num - 1)) *
+				   sizeof(struct xiw_sqe), wr);
+		if (err)
+			break;
+		producer++;
+	}
+	/* The entries before the index (xiw_sq_fetch() acquires it). */
+	smp_store_release(&ctrl->producer, producer);
+	spin_unlock_irqrestore(&qp->post_lock, flags);
+	if (err)
+		*bad_wr = wr;
+	/* Consumers post from any context: the work item sends. */
+	xiw_qp_tx_kick(qp);
+	return err;
+}
+
 /*
  * For user QPs these are the doorbells: the work requests are in the
- * shared rings already.  Kernel consumers are not served yet.
+ * shared rings already.
  */
 int xiw_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		  const struct ib_send_wr **bad_wr)
 {
 	struct xiw_qp *qp = to_xiw_qp(ibqp);
 
-	if (!ibqp->uobject) {
-		*bad_wr = wr;
-		return -EOPNOTSUPP;
-	}
+	if (!ibqp->uobject)
+		return xiw_post_kernel_send(qp, wr, bad_wr);
 	if (READ_ONCE(qp->state) == IB_QPS_RTS ||
 	    READ_ONCE(qp->state) == IB_QPS_ERR)
 		xiw_qp_tx_doorbell(qp);
 	return 0;
 }
 
+static int xiw_post_kernel_recv(struct xiw_qp *qp, const struct ib_recv_wr *wr,
+				const struct ib_recv_wr **bad_wr)
+{
+	struct xiw_ring_ctrl *ctrl = qp->rq.mem;
+	unsigned long flags;
+	u32 producer;
+	int err = 0;
+	int i;
+
+	if (!qp->rq.num) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+	spin_lock_irqsave(&qp->post_lock, flags);
+	producer = ctrl->producer;
+	for (; wr; wr = wr->next) {
+		struct xiw_rqe *rqe = qp->rq.mem + XIW_RING_ENTRIES_OFFSET +
+				      (size_t)(producer & (qp->rq.num - 1)) *
+				      sizeof(*rqe);
+
+		/* Pairs with the receive path's release of the slot. */
+		if (producer - smp_load_acquire(&ctrl->consumer) >=
+		    qp->rq.num) {
+			err = -ENOMEM;
+			break;
+		}
+		if (wr->num_sge < 0 || wr->num_sge > XIW_MAX_RECV_SGE) {
+			err = -EINVAL;
+			break;
+		}
+		memset(rqe, 0, sizeof(*rqe));
+		rqe->wr_id = wr->wr_id;
+		rqe->num_sge = wr->num_sge;
+		for (i = 0; i < wr->num_sge; i++)
+			rqe->sge[i] = (struct xiw_sge){
+				.addr = wr->sg_list[i].addr,
+				.length = wr->sg_list[i].length,
+				.lkey = wr->sg_list[i].lkey,
+			};
+		producer++;
+	}
+	/* The entries before the index (xiw_rqe_pop() acquires it). */
+	smp_store_release(&ctrl->producer, producer);
+	spin_unlock_irqrestore(&qp->post_lock, flags);
+	if (err)
+		*bad_wr = wr;
+	return err;
+}
+
 int xiw_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		  const struct ib_recv_wr **bad_wr)
 {
 	struct xiw_qp *qp = to_xiw_qp(ibqp);
+	int err = 0;
 
-	if (!ibqp->uobject) {
-		*bad_wr = wr;
-		return -EOPNOTSUPP;
-	}
+	if (!ibqp->uobject)
+		err = xiw_post_kernel_recv(qp, wr, bad_wr);
 	/* Receives posted to a QP in Error complete as flushed. */
 	if (READ_ONCE(qp->state) == IB_QPS_ERR)
 		xiw_qp_rx_flush(qp);
-	return 0;
+	return err;
 }
 
 void xiw_qp_get_ref(struct ib_qp *ibqp)

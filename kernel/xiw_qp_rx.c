@@ -774,6 +774,34 @@ static void xiw_rx_response(struct xiw_qp *qp)
 	spin_lock_bh(&qp->lock);
 }
 
+/*
+ * A Send with Invalidate is placed: its STag is invalidated before the
+ * receive completes (RFC 5040 §5.3).  Only fast registrations of the QP's
+ * PD can be; for any other STag the stream ends (RFC 5040 §7.4).
+ */
+static void xiw_rx_invalidate(struct xiw_qp *qp, bool se)
+	__must_hold(&qp->lock)
+{
+	struct xiw_qp_rx *rx = &qp->rx;
+	u32 stag = be32_to_cpu(rx->hdr.untagged.inval_stag);
+	struct xiw_cqe cqe = {
+		.byte_len = rx->msg_len,
+		.opcode = XIW_WC_RECV,
+		.flags = XIW_CQE_WITH_INV,
+		.imm_or_inv = stag,
+	};
+
+	if (xiw_mr_invalidate(to_xiw_dev(qp->ibqp.device), qp->ibqp.pd,
+			      stag) != XIW_ACCESS_OK) {
+		xiw_rq_complete(qp, rx->msg_len, XIW_WC_REM_INV_REQ_ERR, true);
+		xiw_rx_fail(qp, XIW_TERM_LAYER_RDMAP,
+			    XIW_RDMAP_ETYPE_REMOTE_PROTECTION,
+			    XIW_RDMAP_ECODE_CANNOT_INVALIDATE);
+		return;
+	}
+	xiw_rq_post(qp, &cqe, se);
+}
+
 /* The last segment of a QN 0 message arrived: complete its RQE. */
 static void xiw_rx_end_send(struct xiw_qp *qp)
 	__must_hold(&qp->lock)
@@ -788,7 +816,9 @@ static void xiw_rx_end_send(struct xiw_qp *qp)
 		xiw_rx_rtr_seen(qp, XIW_OP_SEND);
 		return;
 	}
-	if (rx->op->flags & XIW_OPF_IMM_LAST)
+	if (rx->op->flags & XIW_OPF_INVAL)
+		xiw_rx_invalidate(qp, se);
+	else if (rx->op->flags & XIW_OPF_IMM_LAST)
 		xiw_rq_complete_imm(qp, XIW_WC_RECV, rx->msg_len, rx->imm, se);
 	else if (rx->op->hdr_len == XIW_IMM_DATA_LEN)
 		/* RFC 7306 §6: completes the RDMA Write right before it. */

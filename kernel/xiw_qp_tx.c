@@ -252,7 +252,12 @@ static u8 xiw_wc_opcode_of(u8 wr_opcode)
 	case XIW_WR_RDMA_WRITE_WITH_IMM:
 		return XIW_WC_RDMA_WRITE;
 	case XIW_WR_RDMA_READ:
+	case XIW_WR_RDMA_READ_WITH_INV:
 		return XIW_WC_RDMA_READ;
+	case XIW_WR_LOCAL_INV:
+		return XIW_WC_LOCAL_INV;
+	case XIW_WR_REG_MR:
+		return XIW_WC_REG_MR;
 	case XIW_WR_ATOMIC_FETCH_ADD:
 		return XIW_WC_FETCH_ADD;
 	case XIW_WR_ATOMIC_CMP_SWAP:
@@ -274,11 +279,22 @@ static u8 xiw_wc_opcode_of(u8 wr_opcode)
 	}
 }
 
-/* RFC 5040's own operations; all others are negotiated extensions. */
+/* Work done here, without a message: memory registration. */
+static bool xiw_wr_is_local(u8 wr_opcode)
+{
+	return wr_opcode == XIW_WR_LOCAL_INV || wr_opcode == XIW_WR_REG_MR;
+}
+
+/*
+ * RFC 5040's own operations and local ones; all others are negotiated
+ * extensions.
+ */
 static bool xiw_wr_is_base(u8 wr_opcode)
 {
 	return wr_opcode == XIW_WR_SEND || wr_opcode == XIW_WR_SEND_WITH_INV ||
-	       wr_opcode == XIW_WR_RDMA_WRITE || wr_opcode == XIW_WR_RDMA_READ;
+	       wr_opcode == XIW_WR_RDMA_WRITE || wr_opcode == XIW_WR_RDMA_READ ||
+	       wr_opcode == XIW_WR_RDMA_READ_WITH_INV ||
+	       xiw_wr_is_local(wr_opcode);
 }
 
 /* Work that sends a request on QN 1 and completes on its response. */
@@ -286,6 +302,7 @@ static bool xiw_wr_is_request(u8 wr_opcode)
 {
 	switch (wr_opcode) {
 	case XIW_WR_RDMA_READ:
+	case XIW_WR_RDMA_READ_WITH_INV:
 	case XIW_WR_ATOMIC_FETCH_ADD:
 	case XIW_WR_ATOMIC_CMP_SWAP:
 	case XIW_WR_MASKED_FETCH_ADD:
@@ -357,6 +374,16 @@ static void xiw_wqe_finish(struct xiw_qp *qp, struct xiw_wqe *wqe, u8 status)
 void xiw_qp_sq_complete_read(struct xiw_qp *qp, struct xiw_wqe *wqe,
 			     u8 status)
 {
+	/*
+	 * The sink's STag ends with the Read (IB_WR_RDMA_READ_WITH_INV).  It
+	 * is the one the Read placed into: the core's rdma_rw names it in
+	 * ex.invalidate_rkey with the key it had before registration.
+	 */
+	if (wqe->sqe.opcode == XIW_WR_RDMA_READ_WITH_INV &&
+	    status == XIW_WC_SUCCESS &&
+	    xiw_mr_invalidate(to_xiw_dev(qp->ibqp.device), qp->ibqp.pd,
+			      wqe->sqe.sge[0].lkey) != XIW_ACCESS_OK)
+		status = XIW_WC_LOC_PROT_ERR;
 	xiw_wqe_finish(qp, wqe, status);
 	xiw_qp_tx_kick(qp);
 }
@@ -421,6 +448,18 @@ static u8 xiw_wqe_prepare(struct xiw_qp *qp, struct xiw_wqe *wqe)
 		if (sqe->num_sge || sqe->flags & XIW_SQE_INLINE)
 			return XIW_WC_LOC_LEN_ERR;
 		break;
+	case XIW_WR_RDMA_READ_WITH_INV:
+	case XIW_WR_LOCAL_INV:
+	case XIW_WR_REG_MR:
+		/* A REG_MR's SQE names a kernel object: kernel QPs only. */
+		if (qp->ibqp.uobject)
+			return XIW_WC_LOC_QP_OP_ERR;
+		if (sqe->opcode != XIW_WR_RDMA_READ_WITH_INV) {
+			if (sqe->num_sge || sqe->flags & XIW_SQE_INLINE)
+				return XIW_WC_LOC_QP_OP_ERR;
+			break;
+		}
+		fallthrough;
 	case XIW_WR_RDMA_READ:
 		/* The Read Request names one sink STag (RFC 5040 §4.4). */
 		if (sqe->num_sge > 1 || sqe->flags & XIW_SQE_INLINE)
@@ -743,6 +782,7 @@ static u8 xiw_request_opcode(u8 wr_opcode)
 {
 	switch (wr_opcode) {
 	case XIW_WR_RDMA_READ:
+	case XIW_WR_RDMA_READ_WITH_INV:
 		return XIW_OP_READ_REQ;
 	case XIW_WR_FLUSH:
 		return XIW_OP_FLUSH_REQ;
@@ -1103,6 +1143,40 @@ static void xiw_tx_flush(struct xiw_qp *qp)
 	spin_unlock_bh(&qp->lock);
 }
 
+static bool xiw_tx_requests_outstanding(struct xiw_qp *qp)
+{
+	bool outstanding;
+
+	spin_lock_bh(&qp->lock);
+	outstanding = qp->rx.orq_head != qp->rx.orq_tail;
+	spin_unlock_bh(&qp->lock);
+	return outstanding;
+}
+
+/*
+ * Registers or invalidates memory for a Register or Local Invalidate work
+ * request, in send queue order; an error takes the QP to Error, as any
+ * local work request error does (IBTA 10.8.3.1).
+ */
+static void xiw_tx_execute_local(struct xiw_qp *qp, struct xiw_wqe *wqe)
+{
+	const struct xiw_sqe *sqe = &wqe->sqe;
+	u8 status;
+
+	if (sqe->opcode == XIW_WR_REG_MR)
+		/* Put there by xiw_post_send() of this kernel QP. */
+		status = xiw_mr_fast_register(qp->ibqp.pd,
+					      (struct ib_mr *)(uintptr_t)sqe->operand[0],
+					      sqe->rkey, sqe->operand[1]);
+	else
+		status = xiw_mr_invalidate(to_xiw_dev(qp->ibqp.device),
+					   qp->ibqp.pd, sqe->invalidate_rkey) ==
+			 XIW_ACCESS_OK ? XIW_WC_SUCCESS : XIW_WC_LOC_PROT_ERR;
+	xiw_wqe_finish(qp, wqe, status);
+	if (status != XIW_WC_SUCCESS)
+		xiw_qp_fatal(qp, XIW_WC_WR_FLUSH_ERR);
+}
+
 /* Picks and frames the next work; false when there is none or no room. */
 static bool xiw_tx_frame_next(struct xiw_qp *qp)
 {
@@ -1136,6 +1210,18 @@ static bool xiw_tx_frame_next(struct xiw_qp *qp)
 		tx->cur_payload_done = !tx->cur->bytes &&
 			(tx->cur->sqe.opcode == XIW_WR_SEND_WITH_IMM ||
 			 tx->cur->sqe.opcode == XIW_WR_IMMEDIATE_DATA);
+	}
+	/*
+	 * A fenced work request waits for the Reads and other QN 1 requests
+	 * before it to complete (IBTA: Fence indicator).
+	 */
+	if (tx->cur->sqe.flags & XIW_SQE_FENCE && !tx->cur_sent &&
+	    xiw_tx_requests_outstanding(qp))
+		return false;
+	if (xiw_wr_is_local(tx->cur->sqe.opcode)) {
+		xiw_tx_execute_local(qp, tx->cur);
+		tx->cur = NULL;
+		return true;
 	}
 	if (xiw_wr_is_request(tx->cur->sqe.opcode)) {
 		if (!xiw_tx_issue_request(qp))

@@ -69,6 +69,8 @@ int xiw_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 		       XIW_CAP_ATOMIC_WRITE | XIW_CAP_VERIFY_CRC32C |
 		       XIW_CAP_VERIFY_SHA256;
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
+	/* Fast registration and (local, remote) invalidation. */
+	attr->device_cap_flags = IB_DEVICE_MEM_MGT_EXTENSIONS;
 	return 0;
 }
 

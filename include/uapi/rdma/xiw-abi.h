@@ -43,6 +43,7 @@ enum xiw_wr_opcode {
 	/* Kernel consumers only. */
 	XIW_WR_LOCAL_INV = 14,
 	XIW_WR_REG_MR = 15,
+	XIW_WR_RDMA_READ_WITH_INV = 16,
 	XIW_WR_NUM_OPCODES
 };
 
