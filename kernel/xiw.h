@@ -92,6 +92,7 @@ struct xiw_srq {
 	struct ib_srq ibsrq;
 	struct xiw_ring ring;
 	spinlock_t lock;	/* serialises the QPs taking from it */
+	spinlock_t post_lock;	/* serialises kernel consumers' posters */
 	u32 limit;		/* armed if not 0: event below this many */
 };
 
@@ -418,6 +419,8 @@ bool xiw_srq_take(struct xiw_srq *srq, struct xiw_rqe *rqe);
 
 /* xiw_qp_rx.c */
 bool xiw_rqe_pop(struct xiw_ring *ring, struct xiw_rqe *rqe);
+int xiw_rqe_put(struct xiw_ring *ring, const struct ib_recv_wr *wr,
+		const struct ib_recv_wr **bad_wr);
 u32 xiw_rqe_posted(struct xiw_ring *ring);
 int xiw_qp_rx_init(struct xiw_qp *qp);
 void xiw_qp_rx_destroy(struct xiw_qp *qp);

@@ -562,49 +562,16 @@ int xiw_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 static int xiw_post_kernel_recv(struct xiw_qp *qp, const struct ib_recv_wr *wr,
 				const struct ib_recv_wr **bad_wr)
 {
-	struct xiw_ring_ctrl *ctrl = qp->rq.mem;
 	unsigned long flags;
-	u32 producer;
-	int err = 0;
-	int i;
+	int err;
 
 	if (!qp->rq.num) {
 		*bad_wr = wr;
 		return -EINVAL;
 	}
 	spin_lock_irqsave(&qp->post_lock, flags);
-	producer = ctrl->producer;
-	for (; wr; wr = wr->next) {
-		struct xiw_rqe *rqe = qp->rq.mem + XIW_RING_ENTRIES_OFFSET +
-				      (size_t)(producer & (qp->rq.num - 1)) *
-				      sizeof(*rqe);
-
-		/* Pairs with the receive path's release of the slot. */
-		if (producer - smp_load_acquire(&ctrl->consumer) >=
-		    qp->rq.num) {
-			err = -ENOMEM;
-			break;
-		}
-		if (wr->num_sge < 0 || wr->num_sge > XIW_MAX_RECV_SGE) {
-			err = -EINVAL;
-			break;
-		}
-		memset(rqe, 0, sizeof(*rqe));
-		rqe->wr_id = wr->wr_id;
-		rqe->num_sge = wr->num_sge;
-		for (i = 0; i < wr->num_sge; i++)
-			rqe->sge[i] = (struct xiw_sge){
-				.addr = wr->sg_list[i].addr,
-				.length = wr->sg_list[i].length,
-				.lkey = wr->sg_list[i].lkey,
-			};
-		producer++;
-	}
-	/* The entries before the index (xiw_rqe_pop() acquires it). */
-	smp_store_release(&ctrl->producer, producer);
+	err = xiw_rqe_put(&qp->rq, wr, bad_wr);
 	spin_unlock_irqrestore(&qp->post_lock, flags);
-	if (err)
-		*bad_wr = wr;
 	return err;
 }
 

@@ -97,6 +97,50 @@ bool xiw_rqe_pop(struct xiw_ring *ring, struct xiw_rqe *rqe)
 	return true;
 }
 
+/*
+ * Writes a kernel consumer's receives into @ring (the RQ or SRQ ring the
+ * provider fills for user consumers); the caller serialises the posters.
+ */
+int xiw_rqe_put(struct xiw_ring *ring, const struct ib_recv_wr *wr,
+		const struct ib_recv_wr **bad_wr)
+{
+	struct xiw_ring_ctrl *ctrl = ring->mem;
+	u32 producer = ctrl->producer;
+	int err = 0;
+	int i;
+
+	for (; wr; wr = wr->next) {
+		struct xiw_rqe *rqe = ring->mem + XIW_RING_ENTRIES_OFFSET +
+				      (size_t)(producer & (ring->num - 1)) *
+				      sizeof(*rqe);
+
+		/* Pairs with the receive path's release of the slot. */
+		if (producer - smp_load_acquire(&ctrl->consumer) >= ring->num) {
+			err = -ENOMEM;
+			break;
+		}
+		if (wr->num_sge < 0 || wr->num_sge > XIW_MAX_RECV_SGE) {
+			err = -EINVAL;
+			break;
+		}
+		memset(rqe, 0, sizeof(*rqe));
+		rqe->wr_id = wr->wr_id;
+		rqe->num_sge = wr->num_sge;
+		for (i = 0; i < wr->num_sge; i++)
+			rqe->sge[i] = (struct xiw_sge){
+				.addr = wr->sg_list[i].addr,
+				.length = wr->sg_list[i].length,
+				.lkey = wr->sg_list[i].lkey,
+			};
+		producer++;
+	}
+	/* The entries before the index (xiw_rqe_pop() acquires it). */
+	smp_store_release(&ctrl->producer, producer);
+	if (err)
+		*bad_wr = wr;
+	return err;
+}
+
 /* How many RQEs @ring holds; the provider may be adding more. */
 u32 xiw_rqe_posted(struct xiw_ring *ring)
 {

@@ -43,6 +43,7 @@ int xiw_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	if (err)
 		goto err_count;
 	spin_lock_init(&srq->lock);
+	spin_lock_init(&srq->post_lock);
 	srq->limit = init->attr.srq_limit;
 	init->attr.max_wr = num_rqe;
 	init->attr.max_sge = XIW_MAX_RECV_SGE;
@@ -101,12 +102,18 @@ int xiw_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
 	return 0;
 }
 
-/* User SRQs are filled by the provider; kernel consumers are not served. */
+/* Kernel consumers' receives; the provider fills user SRQs itself. */
 int xiw_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 		      const struct ib_recv_wr **bad_wr)
 {
-	*bad_wr = wr;
-	return -EOPNOTSUPP;
+	struct xiw_srq *srq = to_xiw_srq(ibsrq);
+	unsigned long flags;
+	int err;
+
+	spin_lock_irqsave(&srq->post_lock, flags);
+	err = xiw_rqe_put(&srq->ring, wr, bad_wr);
+	spin_unlock_irqrestore(&srq->post_lock, flags);
+	return err;
 }
 
 /*
