@@ -323,6 +323,20 @@ static inline struct xiw_cq *to_xiw_cq(struct ib_cq *ibcq)
 	return container_of(ibcq, struct xiw_cq, ibcq);
 }
 
+/* A kernel consumer's SGE list in the ring's layout. */
+static inline void xiw_sges_from_ib(struct xiw_sge *dst,
+				    const struct ib_sge *src, int num)
+{
+	int i;
+
+	for (i = 0; i < num; i++)
+		dst[i] = (struct xiw_sge){
+			.addr = src[i].addr,
+			.length = src[i].length,
+			.lkey = src[i].lkey,
+		};
+}
+
 static inline struct xiw_srq *to_xiw_srq(struct ib_srq *ibsrq)
 {
 	return container_of(ibsrq, struct xiw_srq, ibsrq);

@@ -481,12 +481,7 @@ static int xiw_fill_sqe(struct xiw_sqe *sqe, const struct ib_send_wr *wr)
 
 	if (!(wr->send_flags & IB_SEND_INLINE)) {
 		sqe->num_sge = wr->num_sge;
-		for (i = 0; i < wr->num_sge; i++)
-			sqe->sge[i] = (struct xiw_sge){
-				.addr = wr->sg_list[i].addr,
-				.length = wr->sg_list[i].length,
-				.lkey = wr->sg_list[i].lkey,
-			};
+		xiw_sges_from_ib(sqe->sge, wr->sg_list, wr->num_sge);
 		return 0;
 	}
 	for (i = 0; i < wr->num_sge; i++) {

@@ -107,7 +107,6 @@ int xiw_rqe_put(struct xiw_ring *ring, const struct ib_recv_wr *wr,
 	struct xiw_ring_ctrl *ctrl = ring->mem;
 	u32 producer = ctrl->producer;
 	int err = 0;
-	int i;
 
 	for (; wr; wr = wr->next) {
 		struct xiw_rqe *rqe = ring->mem + XIW_RING_ENTRIES_OFFSET +
@@ -126,12 +125,7 @@ int xiw_rqe_put(struct xiw_ring *ring, const struct ib_recv_wr *wr,
 		memset(rqe, 0, sizeof(*rqe));
 		rqe->wr_id = wr->wr_id;
 		rqe->num_sge = wr->num_sge;
-		for (i = 0; i < wr->num_sge; i++)
-			rqe->sge[i] = (struct xiw_sge){
-				.addr = wr->sg_list[i].addr,
-				.length = wr->sg_list[i].length,
-				.lkey = wr->sg_list[i].lkey,
-			};
+		xiw_sges_from_ib(rqe->sge, wr->sg_list, wr->num_sge);
 		producer++;
 	}
 	/* The entries before the index (xiw_rqe_pop() acquires it). */

@@ -95,6 +95,20 @@ perftest_run() {
 	perftest_once "$@"
 }
 
+# perftest_case TOOL SIZE ITERS ARGS...: perftest_run of TOOL within host a
+# on $XIW_ADDR_A with SIZE-byte messages; prints "TOOL SIZE B: result", or
+# the logs and adds TOOL/SIZE to $failed.
+perftest_case() {
+	local tool=$1 size=$2 iters=$3 line
+	shift 3
+	if line=$(perftest_run a "$tool" "$XIW_ADDR_A" "$@" -s "$size" -n "$iters"); then
+		echo "$tool $size B: $line"
+	else
+		echo "$line"
+		failed="$failed $tool/$size"
+	fi
+}
+
 # server_start LOG CMD...: runs "CMD $XIW_ADDR_B PORT" on host b, PORT being
 # the next one after $port, and returns once it printed "listening".  Sets
 # $server (its pid) and $port.

@@ -127,26 +127,6 @@ inline std::uint8_t *alloc_buffer(std::size_t n)
 
 // ---- verbs -----------------------------------------------------------------
 
-// One completion of CQ, or false after TIMEOUT_MS.  Spins briefly, then
-// naps: the guest has two CPUs, and the kernel's side of RDMA needs them.
-inline bool poll_one(ibv_cq *cq, ibv_wc &wc, int timeout_ms)
-{
-	using clock = std::chrono::steady_clock;
-	const auto until = clock::now() + std::chrono::milliseconds(timeout_ms);
-	for (unsigned spin = 0;; spin++) {
-		int n = ibv_poll_cq(cq, 1, &wc);
-		if (n < 0)
-			die("ibv_poll_cq");
-		if (n == 1)
-			return true;
-		if (spin < 200)
-			continue;
-		if (clock::now() > until)
-			return false;
-		std::this_thread::sleep_for(std::chrono::microseconds(20));
-	}
-}
-
 inline void post_recv(ibv_qp *qp, std::uint64_t wr_id, void *addr, std::uint32_t len,
 		      std::uint32_t lkey)
 {

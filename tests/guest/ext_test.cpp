@@ -58,8 +58,9 @@
 namespace {
 
 namespace ext_fw = xiw_test::ext_fw;
-using namespace ext_fw; // fail(), pattern(), poll_one() ...
+using namespace ext_fw; // fail(), pattern() ...
 using xiw_test::die;
+using xiw_test::poll_one;
 using xiw_test::strf;
 using u64 = std::uint64_t;
 using clock_type = std::chrono::steady_clock;

@@ -75,8 +75,11 @@ host_connect() {
 	# subsystem, nvme<subsystem>n1; the controller's own path is hidden).
 	dev=
 	for _ in $(seq 1 100); do
-		ns=$(ls /sys/block | grep -E '^nvme[0-9]+n1$' | head -n 1 || true)
-		[ -n "$ns" ] && [ -b "/dev/$ns" ] && dev=/dev/$ns && break
+		for ns in /sys/block/nvme*n1; do
+			[[ $ns =~ /nvme[0-9]+n1$ ]] && [ -b "/dev/${ns##*/}" ] &&
+				dev=/dev/${ns##*/}
+		done
+		[ -n "$dev" ] && break
 		sleep 0.1
 	done
 	[ -n "$dev" ] || fail "$ctrl has no namespace"

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 
 namespace xiw_test {
 
@@ -108,6 +109,26 @@ inline bool wait_disconnect(rdma_cm_id *id, int timeout_ms)
 		rdma_ack_cm_event(ev);
 		if (done)
 			return true;
+	}
+}
+
+// One completion of CQ, or false after TIMEOUT_MS.  Spins briefly, then
+// naps: the guest has two CPUs, and the kernel's side of RDMA needs them.
+inline bool poll_one(ibv_cq *cq, ibv_wc &wc, int timeout_ms)
+{
+	using clock = std::chrono::steady_clock;
+	const auto until = clock::now() + std::chrono::milliseconds(timeout_ms);
+	for (unsigned spin = 0;; spin++) {
+		int n = ibv_poll_cq(cq, 1, &wc);
+		if (n < 0)
+			die("ibv_poll_cq");
+		if (n == 1)
+			return true;
+		if (spin < 200)
+			continue;
+		if (clock::now() > until)
+			return false;
+		std::this_thread::sleep_for(std::chrono::microseconds(20));
 	}
 }
 

@@ -45,12 +45,7 @@ echo "== perftest Send on an SRQ"
 # the iterations), so it never runs dry: iWARP has no RNR retry.
 for tool in ib_send_bw ib_send_lat; do
 	for size in 64 4096; do
-		if line=$(perftest_run a "$tool" "$XIW_ADDR_A" -d xiw0 --use-srq -s "$size" -n 300); then
-			echo "$tool $size B: $line"
-		else
-			echo "$line"
-			failed="$failed $tool/$size"
-		fi
+		perftest_case "$tool" "$size" 300 -d xiw0 --use-srq
 	done
 done
 

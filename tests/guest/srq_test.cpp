@@ -39,6 +39,7 @@ namespace {
 
 using xiw_test::conn_param;
 using xiw_test::die;
+using xiw_test::poll_one;
 using xiw_test::resolve;
 using xiw_test::strf;
 
@@ -136,26 +137,6 @@ std::uint32_t make_message(std::uint8_t *p, std::uint32_t client, std::uint32_t 
 }
 
 // ---- verbs -------------------------------------------------------------------
-
-// One completion of CQ within TIMEOUT_MS, or false.  Spins briefly, then
-// naps: the guest has two CPUs, and the kernel's side of RDMA needs them.
-bool poll_one(ibv_cq *cq, ibv_wc &wc, int timeout_ms)
-{
-	using clock = std::chrono::steady_clock;
-	const auto until = clock::now() + std::chrono::milliseconds(timeout_ms);
-	for (unsigned spin = 0;; spin++) {
-		const int n = ibv_poll_cq(cq, 1, &wc);
-		if (n < 0)
-			die("ibv_poll_cq");
-		if (n == 1)
-			return true;
-		if (spin < 200)
-			continue;
-		if (clock::now() > until)
-			return false;
-		std::this_thread::sleep_for(std::chrono::microseconds(20));
-	}
-}
 
 // The next event on CH (to be acknowledged); fails after kTimeoutMs.
 rdma_cm_event *next_cm_event(rdma_event_channel *ch, const char *waiting_for)

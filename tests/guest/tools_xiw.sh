@@ -15,13 +15,7 @@ echo "== perftest, 1 B .. 1 MiB"
 for tool in ib_write_lat ib_write_bw ib_read_lat ib_read_bw ib_send_lat ib_send_bw; do
 	for size in 1 64 4096 65536 1048576; do
 		# Fewer iterations for the big messages: TCG moves ~50 MB/s.
-		iters=$((size >= 65536 ? 100 : 500))
-		if line=$(perftest_run a "$tool" "$XIW_ADDR_A" -d xiw0 -s "$size" -n "$iters"); then
-			echo "$tool $size B: $line"
-		else
-			echo "$line"
-			failed="$failed $tool/$size"
-		fi
+		perftest_case "$tool" "$size" $((size >= 65536 ? 100 : 500)) -d xiw0
 	done
 done
 
