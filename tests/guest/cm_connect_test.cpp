@@ -132,15 +132,24 @@ void wait_end(rdma_event_channel *ch, rdma_cm_id *id)
 	}
 }
 
-sockaddr_in make_addr(const char *addr, int port)
+// ADDR (IPv4 or IPv6) and PORT as a socket address.
+sockaddr_storage make_addr(const char *addr, int port)
 {
-	sockaddr_in sin = {};
+	sockaddr_storage ss = {};
+	auto *sin = reinterpret_cast<sockaddr_in *>(&ss);
+	auto *sin6 = reinterpret_cast<sockaddr_in6 *>(&ss);
+	const auto nport = htons(static_cast<uint16_t>(port));
 
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons(static_cast<uint16_t>(port));
-	if (inet_pton(AF_INET, addr, &sin.sin_addr) != 1)
+	if (inet_pton(AF_INET, addr, &sin->sin_addr) == 1) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = nport;
+	} else if (inet_pton(AF_INET6, addr, &sin6->sin6_addr) == 1) {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = nport;
+	} else {
 		fail("bad address");
-	return sin;
+	}
+	return ss;
 }
 
 void create_qp(rdma_cm_id *id)
@@ -162,13 +171,13 @@ int run_server(const char *addr, int port, const std::string &scenario)
 	rdma_cm_id *listen_id, *id;
 	rdma_conn_param param = {};
 	rdma_cm_event *ev;
-	sockaddr_in sin = make_addr(addr, port);
+	sockaddr_storage sa = make_addr(addr, port);
 
 	if (!ch)
 		fail("rdma_create_event_channel", errno);
 	if (rdma_create_id(ch, &listen_id, nullptr, RDMA_PS_TCP))
 		fail("rdma_create_id", errno);
-	if (rdma_bind_addr(listen_id, reinterpret_cast<sockaddr *>(&sin)))
+	if (rdma_bind_addr(listen_id, reinterpret_cast<sockaddr *>(&sa)))
 		fail("rdma_bind_addr", errno);
 	if (rdma_listen(listen_id, 4))
 		fail("rdma_listen", errno);
@@ -224,7 +233,7 @@ int run_server(const char *addr, int port, const std::string &scenario)
 int run_client(const char *addr, int port, const std::string &scenario)
 {
 	rdma_event_channel *ch = rdma_create_event_channel();
-	sockaddr_in sin = make_addr(addr, port);
+	sockaddr_storage sa = make_addr(addr, port);
 	rdma_conn_param param = {};
 	rdma_cm_event *ev;
 	rdma_cm_id *id;
@@ -233,7 +242,7 @@ int run_client(const char *addr, int port, const std::string &scenario)
 		fail("rdma_create_event_channel", errno);
 	if (rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP))
 		fail("rdma_create_id", errno);
-	if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(&sin),
+	if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(&sa),
 			      5000))
 		fail("rdma_resolve_addr", errno);
 	ack(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
