@@ -645,13 +645,22 @@ static void xiw_active_read_reply(struct xiw_cep *cep)
 
 static struct socket *xiw_cm_sock_create(struct xiw_device *xdev, int family)
 {
+	struct net *net = dev_net(xdev->netdev);
 	struct socket *sock;
 	int rc;
 
-	rc = sock_create_kern(dev_net(xdev->netdev), family, SOCK_STREAM,
-			      IPPROTO_TCP, &sock);
+	rc = sock_create_kern(net, family, SOCK_STREAM, IPPROTO_TCP, &sock);
 	if (rc)
 		return ERR_PTR(rc);
+	/*
+	 * A kernel socket holds no reference on its namespace.  xiw's live as
+	 * long as a listener or a connection, which may outlast the processes
+	 * of the namespace, so they hold one, as a user's socket does; the
+	 * sockets a listener accepts inherit it (sk_clone_lock()).
+	 */
+	sock->sk->sk_net_refcnt = 1;
+	get_net_track(net, &sock->sk->ns_tracker, GFP_KERNEL);
+	sock_inuse_add(net, 1);
 	sock_set_reuseaddr(sock->sk);
 	tcp_sock_set_nodelay(sock->sk);
 	return sock;
