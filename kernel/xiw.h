@@ -283,6 +283,7 @@ struct xiw_mr {
 	int access;
 	u32 ext_access;			/* enum xiw_mr_ext_access */
 	struct file *file;		/* flush to persistence: the mapped file */
+	bool pmem;			/* flush to persistence: device DAX */
 	loff_t file_offset;		/* of iova in it */
 	struct crypto_shash *verify_tfm;	/* Verify: the hash chosen */
 	refcount_t refs;		/* the table's plus the data path's */

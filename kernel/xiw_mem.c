@@ -13,6 +13,7 @@
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/highmem.h>
+#include <linux/libnvdimm.h>
 #include <linux/mm.h>
 #include <linux/random.h>
 #include <linux/shmem_fs.h>
@@ -290,6 +291,12 @@ void xiw_mr_store64(struct xiw_mr *mr, u64 addr, u64 value)
 	xiw_mr_walk(mr, addr, sizeof(value), xiw_piece_store64, &value);
 }
 
+static int xiw_piece_wb_pmem(void *kaddr, size_t n, void *arg)
+{
+	arch_wb_cache_pmem(kaddr, n);
+	return 0;
+}
+
 /*
  * RDMA Flush (draft-talpey §4.1) of [addr, addr + len) of @mr, or of the
  * whole region with XIW_FLUSH_R, to global visibility and/or persistence;
@@ -312,6 +319,13 @@ int xiw_mr_flush(struct xiw_mr *mr, u64 addr, u64 len, u32 flags)
 	}
 	if (!len)
 		return 0;
+	if (mr->pmem) {
+		/* Persistent memory: write the CPU caches of the range back. */
+		xiw_mr_walk(mr, addr, len, xiw_piece_wb_pmem, NULL);
+		/* The write-backs are done before the response goes out. */
+		wmb();
+		return 0;
+	}
 	/*
 	 * The placement wrote into the file's pages through kernel
 	 * mappings, so the page cache does not know they changed: mark them
@@ -435,16 +449,24 @@ static int xiw_mr_set_ext_access(struct xiw_mr *mr,
 	if (req->ext_access & XIW_ACCESS_FLUSH_PERSISTENT) {
 		mmap_read_lock(current->mm);
 		vma = vma_lookup(current->mm, start);
-		/* tmpfs and shared anonymous memory live in RAM only. */
-		if (vma && vma->vm_file && vma->vm_flags & VM_SHARED &&
-		    !shmem_file(vma->vm_file) && vma->vm_file->f_op->fsync &&
-		    mr->length <= vma->vm_end - start) {
+		/*
+		 * tmpfs and shared anonymous memory live in RAM only.  A DAX
+		 * mapping that got pinned is device DAX (file system DAX
+		 * cannot be pinned long term): persistent memory itself.
+		 */
+		if (!vma || !(vma->vm_flags & VM_SHARED) ||
+		    mr->length > vma->vm_end - start)
+			err = -EOPNOTSUPP;
+		else if (vma_is_dax(vma))
+			mr->pmem = true;
+		else if (vma->vm_file && !shmem_file(vma->vm_file) &&
+			 vma->vm_file->f_op->fsync)
 			mr->file = get_file(vma->vm_file);
+		else
+			err = -EOPNOTSUPP;
+		if (mr->file)
 			mr->file_offset = ((loff_t)vma->vm_pgoff << PAGE_SHIFT) +
 					  (start - vma->vm_start);
-		} else {
-			err = -EOPNOTSUPP;
-		}
 		mmap_read_unlock(current->mm);
 		if (err)
 			return err;

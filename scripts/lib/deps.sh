@@ -11,14 +11,15 @@
 
 # Everything the project needs on the host: build, tests, the QEMU guest
 # (kernel image + headers, busybox for the initramfs, cpio, module
-# decompressors), the peer RNICs' user space, the benchmark tools, and the
-# packaging tools (dkms also serves guest.packaging, which installs xiw-dkms).
+# decompressors, ndctl for the emulated NVDIMM), the peer RNICs' user
+# space, the benchmark tools, and the packaging tools (dkms also serves
+# guest.packaging, which installs xiw-dkms).
 XIW_DEPS_PACKAGES=(
 	cmake g++ make pkg-config sparse
 	libibverbs-dev librdmacm-dev libgtest-dev googletest
 	ibverbs-providers ibverbs-utils rdma-core rdmacm-utils perftest qperf
 	linux-image-amd64 linux-headers-amd64
-	qemu-system-x86 busybox-static iproute2 kmod cpio xz-utils zstd
+	qemu-system-x86 busybox-static iproute2 kmod cpio xz-utils zstd ndctl
 	dpkg-dev debhelper dh-dkms dkms fakeroot lintian rpm rpmlint
 )
 

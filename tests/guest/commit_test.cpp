@@ -15,7 +15,9 @@
 // CASE "quit", then exits 0, or 1 if any check it made failed.  FILE
 // (default: a new file in $TMPDIR or /tmp, removed at exit) is made 1 MiB
 // long if it is shorter; it must allow a writable shared mapping, which
-// rules out the guest's 9p shares ($XIW_OUT): use tmpfs or a disk.
+// rules out the guest's 9p shares ($XIW_OUT): use tmpfs or a disk.  FILE
+// may also be a device DAX character device (/dev/daxN.M, persistent
+// memory), of which the server maps 2 MiB and registers the first 1 MiB.
 //
 // CASE (client):
 //   pipeline          RDMA Write of a record, Flush (persistent, range),
@@ -308,7 +310,11 @@ struct server_file {
 	std::string path;
 	int fd = -1;
 	std::uint8_t *map = nullptr;
+	std::size_t map_len = file_size;
 	bool remove = false;
+	// A device DAX character device (persistent memory): mapped in its
+	// alignment, no read(2); the mapping is the medium.
+	bool dax = false;
 };
 
 struct server_conn : ext_fw::server_conn_base<traits> {
@@ -349,7 +355,7 @@ std::string serve_check(server_conn &c, const ctrl_msg &m)
 				    " is 0x%08x, expected 0x%08x",
 				    static_cast<u64>(m.len), what, static_cast<u64>(m.off), got, m.crc);
 	}
-	if (m.where == region_file) {
+	if (m.where == region_file && !c.file->dax) {
 		bytes f(m.len);
 		const ssize_t n = pread(c.file->fd, f.data(), f.size(), static_cast<off_t>(m.off));
 		if (n != static_cast<ssize_t>(f.size()))
@@ -427,17 +433,21 @@ bool open_file(server_file &f, const char *path)
 		std::printf("commit server: %s: %s\n", f.path.c_str(), std::strerror(errno));
 		return false;
 	}
-	if (!S_ISREG(st.st_mode)) {
-		std::printf("commit server: %s is not a regular file\n", f.path.c_str());
+	f.dax = S_ISCHR(st.st_mode);
+	if (f.dax) {
+		// Device DAX maps in units of its alignment (2 MiB here).
+		f.map_len = 2u << 20;
+	} else if (!S_ISREG(st.st_mode)) {
+		std::printf("commit server: %s is neither a regular file nor device DAX\n",
+			    f.path.c_str());
 		return false;
-	}
-	if (st.st_size < static_cast<off_t>(file_size) &&
-	    ftruncate(f.fd, static_cast<off_t>(file_size))) {
+	} else if (st.st_size < static_cast<off_t>(file_size) &&
+		   ftruncate(f.fd, static_cast<off_t>(file_size))) {
 		std::printf("commit server: ftruncate %s: %s\n", f.path.c_str(),
 			    std::strerror(errno));
 		return false;
 	}
-	void *m = mmap(nullptr, file_size, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd, 0);
+	void *m = mmap(nullptr, f.map_len, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd, 0);
 	if (m == MAP_FAILED) {
 		std::printf("commit server: writable MAP_SHARED mapping of %s: %s (a 9p share "
 			    "such as $XIW_OUT cannot be mapped so)\n",
@@ -532,7 +542,7 @@ int run_server(const char *path, const char *addr, const char *port)
 	proto.file = &file;
 	const std::string note = strf(", file %s", file.path.c_str());
 	const int rc = ext_fw::run_server(proto, addr, port, note.c_str());
-	munmap(file.map, file_size);
+	munmap(file.map, file.map_len);
 	close(file.fd);
 	if (file.remove)
 		unlink(file.path.c_str());
