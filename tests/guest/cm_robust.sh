@@ -114,7 +114,12 @@ print(f"pending connection closed after {dt:.1f} s")
 sys.exit(0 if dt < 1.5 else 1)
 PY
 ppid=$!
-sleep 0.5
+# Once TCP connected it (python starts slowly under TCG): then the
+# connection is one the listener still holds while it reads the Request.
+for _ in $(seq 1 100); do
+	in_ns a ss -Htn state established "sport = :$port" | grep -q . && break
+	sleep 0.1
+done
 kill "$spid"; wait "$spid" || true
 wait "$ppid"
 wait_no_conn a $port
