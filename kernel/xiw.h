@@ -81,6 +81,13 @@ struct xiw_ring {
 	struct rdma_user_mmap_entry *mmap_entry;
 };
 
+/* The entry of free-running @index in @ring. */
+static inline void *xiw_ring_entry(const struct xiw_ring *ring, u32 index)
+{
+	return ring->mem + XIW_RING_ENTRIES_OFFSET +
+	       (size_t)(index & (ring->num - 1)) * ring->entry_size;
+}
+
 struct xiw_cq {
 	struct ib_cq ibcq;
 	struct xiw_ring ring;

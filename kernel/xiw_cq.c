@@ -14,8 +14,7 @@ static struct xiw_ring_ctrl *xiw_cq_ctrl(struct xiw_cq *cq)
 
 static struct xiw_cqe *xiw_cq_entry(struct xiw_cq *cq, u32 index)
 {
-	return cq->ring.mem + XIW_RING_ENTRIES_OFFSET +
-	       (size_t)(index & (cq->ring.num - 1)) * sizeof(struct xiw_cqe);
+	return xiw_ring_entry(&cq->ring, index);
 }
 
 int xiw_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,

@@ -426,7 +426,8 @@ static int xiw_fill_sqe(struct xiw_sqe *sqe, const struct ib_send_wr *wr)
 		return -EINVAL;
 	if (wr->num_sge < 0 || wr->num_sge > XIW_MAX_SGE)
 		return -EINVAL;
-	memset(sqe, 0, sizeof(*sqe));
+	/* Only the SGEs (or inline bytes) in use are read. */
+	memset(sqe, 0, offsetof(struct xiw_sqe, sge));
 	sqe->wr_id = wr->wr_id;
 	sqe->opcode = opcode;
 	if (wr->send_flags & IB_SEND_SIGNALED)
@@ -520,9 +521,7 @@ static int xiw_post_kernel_send(struct xiw_qp *qp, const struct ib_send_wr *wr,
 			err = -ENOMEM;
 			break;
 		}
-		err = xiw_fill_sqe(qp->sq.mem + XIW_RING_ENTRIES_OFFSET +
-				   (size_t)(producer & (qp->sq.num - 1)) *
-				   sizeof(struct xiw_sqe), wr);
+		err = xiw_fill_sqe(xiw_ring_entry(&qp->sq, producer), wr);
 		if (err)
 			break;
 		producer++;

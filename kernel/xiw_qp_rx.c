@@ -89,9 +89,7 @@ bool xiw_rqe_pop(struct xiw_ring *ring, struct xiw_rqe *rqe)
 	/* Pairs with the provider's release: RQE contents before index. */
 	if (smp_load_acquire(&ctrl->producer) == consumer)
 		return false;
-	memcpy(rqe, ring->mem + XIW_RING_ENTRIES_OFFSET +
-		    (size_t)(consumer & (ring->num - 1)) * sizeof(*rqe),
-	       sizeof(*rqe));
+	memcpy(rqe, xiw_ring_entry(ring, consumer), sizeof(*rqe));
 	/* The slot is read out before the provider may refill it. */
 	smp_store_release(&ctrl->consumer, consumer + 1);
 	return true;
@@ -109,9 +107,7 @@ int xiw_rqe_put(struct xiw_ring *ring, const struct ib_recv_wr *wr,
 	int err = 0;
 
 	for (; wr; wr = wr->next) {
-		struct xiw_rqe *rqe = ring->mem + XIW_RING_ENTRIES_OFFSET +
-				      (size_t)(producer & (ring->num - 1)) *
-				      sizeof(*rqe);
+		struct xiw_rqe *rqe = xiw_ring_entry(ring, producer);
 
 		/* Pairs with the receive path's release of the slot. */
 		if (producer - smp_load_acquire(&ctrl->consumer) >= ring->num) {

@@ -44,8 +44,7 @@ static struct xiw_ring_ctrl *xiw_sq_ctrl(struct xiw_qp *qp)
 
 static struct xiw_sqe *xiw_sq_slot(struct xiw_qp *qp, u32 index)
 {
-	return qp->sq.mem + XIW_RING_ENTRIES_OFFSET +
-	       (size_t)(index & (qp->sq.num - 1)) * sizeof(struct xiw_sqe);
+	return xiw_ring_entry(&qp->sq, index);
 }
 
 static struct xiw_wqe *xiw_wqe_at(struct xiw_qp *qp, u32 index)
@@ -104,11 +103,6 @@ static void xiw_tx_discard(struct xiw_qp_tx *tx)
 	tx->nvec = 0;
 	tx->out_len = 0;
 	tx->out_sent = 0;
-}
-
-static bool xiw_tx_idle(const struct xiw_qp_tx *tx)
-{
-	return !tx->buf_len && !tx->nvec;
 }
 
 /*
@@ -1300,7 +1294,8 @@ static bool xiw_tx_run(struct xiw_qp *qp)
 		/* Fill the buffer with as much work as it takes. */
 		while (!tx->cur_done_on_flush && xiw_tx_frame_next(qp))
 			;
-		if (xiw_tx_idle(tx))
+		/* Every FPDU has its header in tx.buf. */
+		if (!tx->buf_len)
 			return !tx->cur;
 	}
 }
@@ -1399,7 +1394,7 @@ void xiw_qp_tx_send_rtr(struct xiw_qp *qp)
 	struct xiw_qp_tx *tx = &qp->tx;
 
 	mutex_lock(&tx->lock);
-	if (tx->rtr_pending && qp->sock && xiw_tx_idle(tx) &&
+	if (tx->rtr_pending && qp->sock && !tx->buf_len &&
 	    xiw_tx_frame_rtr(qp)) {
 		tx->rtr_pending = false;
 		xiw_tx_push(qp);
