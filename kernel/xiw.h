@@ -213,6 +213,16 @@ struct xiw_qp_tx {
 	u8 *fpdu;			/* being framed, in buf */
 	u32 fpdu_attached;		/* its payload bytes not in buf */
 	u32 crc;			/* its running CRC32c */
+	bool fpdu_fresh;		/* none of it in vec yet */
+	u32 fpdu_pos;			/* else: stream position of its header */
+	/*
+	 * Octets of Full Operation Phase that went to TCP before vec's
+	 * first, markers included: where markers go (RFC 5044 §4.3), if
+	 * the peer asked for them.
+	 */
+	u32 stream_base;
+	struct xiw_mpa_marker *markers;	/* in vec */
+	u32 nmarkers;
 	bool rtr_pending;		/* RFC 6581 RTR still to be sent */
 	bool close_pending;		/* close the stream after the error */
 	bool wants_space;		/* TCP was full: write space resumes */
@@ -229,7 +239,15 @@ struct xiw_qp_rx {
 	u32 payload_got;
 	u32 trailer_got;		/* pad and CRC */
 	u8 trailer[XIW_MPA_ALIGN + XIW_MPA_CRC_LEN];
-	u32 crc;
+	u32 crc;			/* running, over all octets so far */
+	/*
+	 * Octets of Full Operation Phase received, markers included: where
+	 * the markers are (RFC 5044 §4.3), if the peer inserts them.
+	 */
+	u32 stream_pos;
+	u32 fpdu_pos;			/* of the current FPDU's header */
+	struct xiw_mpa_marker marker;
+	u32 marker_got;
 	/* Untagged: the message being received into an RQE. */
 	struct xiw_rqe rqe;
 	struct xiw_mr *rqe_mr[XIW_MAX_RECV_SGE];

@@ -32,6 +32,13 @@ static bool mpa_crc = true;
 module_param(mpa_crc, bool, 0644);
 MODULE_PARM_DESC(mpa_crc, "Ask for the MPA CRC (default on)");
 
+/* RFC 5044 §7.1: an M bit asks for markers on the stream one receives. */
+#define XIW_MARKERS_AS_INITIATOR 0x1
+#define XIW_MARKERS_AS_RESPONDER 0x2
+static uint mpa_markers;
+module_param(mpa_markers, uint, 0644);
+MODULE_PARM_DESC(mpa_markers, "Ask the peer for MPA markers: 1 when connecting, 2 when accepting, 3 both (default 0: never)");
+
 static bool peer_to_peer = true;
 module_param(peer_to_peer, bool, 0644);
 MODULE_PARM_DESC(peer_to_peer, "RFC 6581 peer-to-peer mode with a Ready-To-Receive message (default on)");
@@ -478,6 +485,8 @@ static void xiw_active_send_request(struct xiw_cep *cep)
 
 	if (mpa_crc)
 		flags |= XIW_MPA_FLAG_C;
+	if (mpa_markers & XIW_MARKERS_AS_INITIATOR)
+		flags |= XIW_MPA_FLAG_M;
 	if (v2) {
 		flags |= XIW_MPA_FLAG_ENHANCED;
 		/*
@@ -1150,6 +1159,8 @@ int xiw_accept(struct iw_cm_id *id, struct iw_cm_conn_param *param)
 	 */
 	if ((cep->req_flags & XIW_MPA_FLAG_C) || mpa_crc)
 		flags |= XIW_MPA_FLAG_C;
+	if (mpa_markers & XIW_MARKERS_AS_RESPONDER)
+		flags |= XIW_MPA_FLAG_M;
 	if (cep->req_flags & XIW_MPA_FLAG_EXT)
 		flags |= XIW_MPA_FLAG_EXT | XIW_MPA_FLAG_EXT_ACK;
 	cp->crc = flags & XIW_MPA_FLAG_C;

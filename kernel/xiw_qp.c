@@ -322,11 +322,6 @@ int xiw_qp_llp_bind(struct xiw_qp *qp, struct xiw_cep *cep,
 		err = -EINVAL;
 		goto out;
 	}
-	/* Markers are negotiated off by xiw's CM (RFC 5044 §7.1 M bit). */
-	if (params->markers_tx || params->markers_rx) {
-		err = -EOPNOTSUPP;
-		goto out;
-	}
 	spin_lock_bh(&qp->lock);
 	qp->cep = cep;
 	qp->sock = sock;

@@ -633,8 +633,6 @@ static bool xiw_rx_begin_fpdu(struct xiw_qp *qp)
 	struct xiw_qp_rx *rx = &qp->rx;
 	const struct xiw_ddp_untagged_hdr *h = &rx->hdr.untagged;
 
-	if (qp->conn.crc)
-		rx->crc = crc32c(~0U, &rx->hdr, rx->hdr_len);
 	if (rx->op->flags & XIW_OPF_TAGGED)
 		return rx->op->opcode == XIW_OP_WRITE ?
 		       xiw_rx_begin_write(qp) : xiw_rx_begin_read_response(qp);
@@ -1018,9 +1016,10 @@ static void xiw_rx_reset_fpdu(struct xiw_qp_rx *rx)
 	rx->payload_got = 0;
 	rx->trailer_got = 0;
 	rx->op = NULL;
+	rx->crc = ~0U;
 }
 
-/* Checks pad and CRC (RFC 5044 §4); false on a CRC error. */
+/* Checks the CRC (RFC 5044 §4), all octets before it being counted in. */
 static bool xiw_rx_check_trailer(struct xiw_qp *qp, u32 pad)
 {
 	struct xiw_qp_rx *rx = &qp->rx;
@@ -1028,9 +1027,32 @@ static bool xiw_rx_check_trailer(struct xiw_qp *qp, u32 pad)
 
 	if (!qp->conn.crc)
 		return true;
-	rx->crc = crc32c(rx->crc, rx->trailer, pad);
 	got = xiw_mpa_get_crc((struct xiw_mpa_trailer *)(rx->trailer + pad));
 	return got == ~rx->crc;
+}
+
+/*
+ * A marker (RFC 5044 §4.3) points back to the ULPDU_Length of the FPDU it
+ * is in; one where an FPDU begins, before that FPDU's header, points
+ * nowhere (0).  The CRC covers it either way.  False if the stream failed.
+ */
+static bool xiw_rx_check_marker(struct xiw_qp *qp)
+{
+	struct xiw_qp_rx *rx = &qp->rx;
+	u32 pos = rx->stream_pos - XIW_MPA_MARKER_LEN;
+	u32 fpdu_pos = rx->hdr_got ? rx->fpdu_pos : pos;
+	/* The two low-order bits are always zero to a receiver. */
+	u16 ptr = be16_to_cpu(rx->marker.fpdu_ptr) & ~(XIW_MPA_ALIGN - 1);
+
+	rx->marker_got = 0;
+	if (qp->conn.crc)
+		rx->crc = crc32c(rx->crc, &rx->marker, XIW_MPA_MARKER_LEN);
+	if (ptr != (u16)(pos - fpdu_pos)) {
+		xiw_rx_fail(qp, XIW_TERM_LAYER_LLP, XIW_LLP_ETYPE_MPA,
+			    XIW_LLP_ECODE_MARKER);
+		return false;
+	}
+	return true;
 }
 
 static int xiw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
@@ -1041,16 +1063,45 @@ static int xiw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 	size_t left = len;
 
 	while (left && !rx->failed) {
+		/* Of @left, the octets up to the next marker. */
+		size_t avail = left;
 		u32 want, n, pad;
 
+		if (qp->conn.markers_rx) {
+			u32 gap = xiw_mpa_marker_gap(rx->stream_pos);
+
+			if (!gap || rx->marker_got) {
+				n = min_t(size_t, left,
+					  XIW_MPA_MARKER_LEN - rx->marker_got);
+				if (skb_copy_bits(skb, off, (u8 *)&rx->marker +
+						  rx->marker_got, n))
+					goto fatal;
+				rx->marker_got += n;
+				rx->stream_pos += n;
+				off += n;
+				left -= n;
+				if (rx->marker_got == XIW_MPA_MARKER_LEN &&
+				    !xiw_rx_check_marker(qp))
+					break;
+				continue;
+			}
+			avail = min_t(size_t, left, gap);
+		}
+
 		if (!rx->hdr_len || rx->hdr_got < rx->hdr_len) {
+			u8 *to = (u8 *)&rx->hdr + rx->hdr_got;
+
 			want = rx->hdr_len ? rx->hdr_len :
 					     sizeof(struct xiw_ctrl);
-			n = min_t(size_t, want - rx->hdr_got, left);
-			if (skb_copy_bits(skb, off, (u8 *)&rx->hdr +
-					  rx->hdr_got, n))
+			n = min_t(size_t, want - rx->hdr_got, avail);
+			if (skb_copy_bits(skb, off, to, n))
 				goto fatal;
+			if (qp->conn.crc)
+				rx->crc = crc32c(rx->crc, to, n);
+			if (!rx->hdr_got)
+				rx->fpdu_pos = rx->stream_pos;
 			rx->hdr_got += n;
+			rx->stream_pos += n;
 			off += n;
 			left -= n;
 			if (!rx->hdr_len && rx->hdr_got == want &&
@@ -1063,10 +1114,11 @@ static int xiw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 		}
 		if (rx->payload_got < rx->payload_len) {
 			n = min_t(size_t, rx->payload_len - rx->payload_got,
-				  left);
+				  avail);
 			if (!xiw_rx_place(qp, skb, off, n))
 				break;
 			rx->payload_got += n;
+			rx->stream_pos += n;
 			off += n;
 			left -= n;
 			continue;
@@ -1074,10 +1126,15 @@ static int xiw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 		pad = xiw_mpa_pad_len(rx->hdr_len - XIW_MPA_HDR_LEN +
 				      rx->payload_len);
 		want = pad + XIW_MPA_CRC_LEN;
-		n = min_t(size_t, want - rx->trailer_got, left);
+		n = min_t(size_t, want - rx->trailer_got, avail);
 		if (skb_copy_bits(skb, off, rx->trailer + rx->trailer_got, n))
 			goto fatal;
+		/* A marker may sit between the pad and the CRC. */
+		if (qp->conn.crc && rx->trailer_got < pad)
+			rx->crc = crc32c(rx->crc, rx->trailer + rx->trailer_got,
+					 min(n, pad - rx->trailer_got));
 		rx->trailer_got += n;
+		rx->stream_pos += n;
 		off += n;
 		left -= n;
 		if (rx->trailer_got < want)
@@ -1143,6 +1200,7 @@ int xiw_qp_rx_init(struct xiw_qp *qp)
 
 	for (i = 0; i < XIW_QN_COUNT; i++)
 		rx->msn[i] = 1;
+	rx->crc = ~0U;
 	rx->orq = kcalloc(XIW_MAX_ORD, sizeof(*rx->orq), GFP_KERNEL);
 	return rx->orq ? 0 : -ENOMEM;
 }

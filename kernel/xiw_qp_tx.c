@@ -27,6 +27,8 @@
 #define XIW_TX_BUF_PAGES (XIW_TX_BUF_SIZE / PAGE_SIZE)
 /* Pieces handed to TCP in one push; also bounds the MRs it holds. */
 #define XIW_TX_VECS 256
+/* Markers (RFC 5044 §4.3) in one push: each takes two of the pieces. */
+#define XIW_TX_MARKERS (XIW_TX_VECS / 2)
 /*
  * Payloads up to this size are copied behind their header; longer ones go
  * to TCP straight from the registered pages, which spares a copy.
@@ -60,8 +62,11 @@ static u32 xiw_tx_max_payload(struct xiw_qp *qp, u32 hdr_size)
 
 	/*
 	 * RFC 5044 §6: an FPDU should fit into one TCP segment, so that a
-	 * segment can be placed on its own.  Header, pad and CRC included.
+	 * segment can be placed on its own.  Header, pad, CRC and markers
+	 * included.
 	 */
+	if (qp->conn.markers_tx)
+		fpdu -= XIW_MPA_MARKER_LEN * xiw_mpa_fpdu_markers_max(fpdu);
 	return round_down(fpdu - hdr_size - XIW_MPA_CRC_LEN, XIW_MPA_ALIGN);
 }
 
@@ -80,27 +85,92 @@ static void xiw_tx_add_vec(struct xiw_qp_tx *tx, struct page *page, u32 off,
 	tx->out_len += len;
 }
 
-/* Appends the bytes of tx.buf not yet in tx.vec, up to tx.buf_len. */
-static void xiw_tx_describe_buf(struct xiw_qp_tx *tx)
+/* Stream position (RFC 5044 §4.3) of the next octet framed. */
+static u32 xiw_tx_stream_pos(const struct xiw_qp_tx *tx)
 {
+	return tx->stream_base + tx->out_len;
+}
+
+/*
+ * Inserts the marker due at the current stream position, if one is: the
+ * FPDU being framed has it, and its CRC covers it (RFC 5044 §4.3).
+ */
+static void xiw_tx_marker_due(struct xiw_qp *qp)
+{
+	struct xiw_qp_tx *tx = &qp->tx;
+	u32 pos = xiw_tx_stream_pos(tx);
+	struct xiw_mpa_marker *m;
+
+	if (xiw_mpa_marker_gap(pos))
+		return;
+	m = &tx->markers[tx->nmarkers++];
+	/* Before the FPDU's first octet: it precedes the header. */
+	xiw_mpa_marker_set(m, pos, tx->fpdu_fresh ? pos : tx->fpdu_pos);
+	if (qp->conn.crc)
+		tx->crc = crc32c(tx->crc, m, sizeof(*m));
+	xiw_tx_add_vec(tx, virt_to_page(m), offset_in_page(m), sizeof(*m));
+}
+
+/*
+ * Appends @len octets of the FPDU being framed, at @off in @page, mapped
+ * at @va, to what the next push sends: counted into its CRC unless @va
+ * is NULL (the CRC field itself), markers inserted where due.
+ */
+static void xiw_tx_emit(struct xiw_qp *qp, struct page *page, u32 off,
+			u32 len, const u8 *va)
+{
+	struct xiw_qp_tx *tx = &qp->tx;
+
+	while (len) {
+		u32 n = len;
+
+		if (qp->conn.markers_tx) {
+			xiw_tx_marker_due(qp);
+			n = min(n, xiw_mpa_marker_gap(xiw_tx_stream_pos(tx)));
+		}
+		if (tx->fpdu_fresh) {
+			tx->fpdu_pos = xiw_tx_stream_pos(tx);
+			tx->fpdu_fresh = false;
+		}
+		if (va && qp->conn.crc) {
+			tx->crc = crc32c(tx->crc, va, n);
+			va += n;
+		}
+		xiw_tx_add_vec(tx, page, off, n);
+		off += n;
+		len -= n;
+	}
+}
+
+/* Appends the bytes of tx.buf not yet in tx.vec, up to tx.buf_len. */
+static void xiw_tx_describe_buf(struct xiw_qp *qp, bool crc)
+{
+	struct xiw_qp_tx *tx = &qp->tx;
+
 	while (tx->buf_described < tx->buf_len) {
 		const u8 *p = tx->buf + tx->buf_described;
 		u32 n = min_t(u32, tx->buf_len - tx->buf_described,
 			      PAGE_SIZE - offset_in_page(p));
 
-		xiw_tx_add_vec(tx, virt_to_page(p), offset_in_page(p), n);
+		xiw_tx_emit(qp, virt_to_page(p), offset_in_page(p), n,
+			    crc ? p : NULL);
 		tx->buf_described += n;
 	}
 }
 
-/* Forgets what is framed and lets go of the registrations it points into. */
+/*
+ * Forgets what is framed and lets go of the registrations it points into.
+ * What TCP took of it stays on the stream.
+ */
 static void xiw_tx_discard(struct xiw_qp_tx *tx)
 {
 	while (tx->nheld)
 		xiw_mr_put(tx->held[--tx->nheld]);
+	tx->stream_base += tx->out_sent;
 	tx->buf_len = 0;
 	tx->buf_described = 0;
 	tx->nvec = 0;
+	tx->nmarkers = 0;
 	tx->out_len = 0;
 	tx->out_sent = 0;
 }
@@ -118,16 +188,24 @@ static void *xiw_tx_frame_begin(struct xiw_qp *qp, u32 hdr_size, u32 copied,
 	size_t need = xiw_mpa_fpdu_len(ulpdu) - attached;
 	/* tx.buf before and after the attached pages, each page a piece. */
 	u32 vecs = 2 * XIW_TX_BUF_PAGES;
+	u32 markers = 0;
 
 	/* Each SGE's piece may begin and end in a partial page. */
 	if (attached)
 		vecs += DIV_ROUND_UP(attached, PAGE_SIZE) + 2 * XIW_MAX_SGE;
+	/* A marker is a piece, and splits one. */
+	if (qp->conn.markers_tx) {
+		markers = xiw_mpa_fpdu_markers_max(xiw_mpa_fpdu_len(ulpdu));
+		vecs += 2 * markers;
+	}
 	if (tx->buf_len + need > XIW_TX_BUF_SIZE ||
 	    tx->nvec + vecs > XIW_TX_VECS ||
+	    tx->nmarkers + markers > XIW_TX_MARKERS ||
 	    tx->nheld + XIW_MAX_SGE > XIW_TX_VECS)
 		return NULL;
 	tx->fpdu = tx->buf + tx->buf_len;
 	tx->fpdu_attached = 0;
+	tx->fpdu_fresh = true;
 	tx->crc = ~0U;
 	return tx->fpdu;
 }
@@ -136,14 +214,11 @@ static int xiw_tx_attach_piece(struct page *page, size_t off, size_t n,
 			       void *arg)
 {
 	struct xiw_qp *qp = arg;
+	void *map = qp->conn.crc ? kmap_local_page(page) : NULL;
 
-	if (qp->conn.crc) {
-		void *map = kmap_local_page(page);
-
-		qp->tx.crc = crc32c(qp->tx.crc, map + off, n);
+	xiw_tx_emit(qp, page, off, n, map ? map + off : NULL);
+	if (map)
 		kunmap_local(map);
-	}
-	xiw_tx_add_vec(&qp->tx, page, off, n);
 	return 0;
 }
 
@@ -159,10 +234,8 @@ static void xiw_tx_frame_attach(struct xiw_qp *qp, u8 *at, struct xiw_mr *mr,
 	struct xiw_qp_tx *tx = &qp->tx;
 
 	if (!tx->fpdu_attached) {
-		if (qp->conn.crc)
-			tx->crc = crc32c(tx->crc, tx->fpdu, at - tx->fpdu);
 		tx->buf_len = at - tx->buf;
-		xiw_tx_describe_buf(tx);
+		xiw_tx_describe_buf(qp, true);
 	}
 	if (!tx->nheld || tx->held[tx->nheld - 1] != mr) {
 		xiw_mr_hold(mr);
@@ -177,19 +250,21 @@ static void xiw_tx_frame_end(struct xiw_qp *qp, u32 ulpdu_len)
 {
 	struct xiw_qp_tx *tx = &qp->tx;
 	u32 pad = xiw_mpa_pad_len(ulpdu_len);
-	/* What is left of the FPDU for tx.buf, from @from: up to the CRC. */
-	u8 *from = tx->fpdu_attached ? tx->buf + tx->buf_len : tx->fpdu;
-	u8 *pad_at = tx->fpdu_attached ? from :
+	u8 *pad_at = tx->fpdu_attached ? tx->buf + tx->buf_len :
 			tx->fpdu + XIW_MPA_HDR_LEN + ulpdu_len;
 	struct xiw_mpa_trailer *trailer;
 
 	memset(pad_at, 0, pad);
 	trailer = (struct xiw_mpa_trailer *)(pad_at + pad);
+	tx->buf_len = (u8 *)trailer - tx->buf;
+	xiw_tx_describe_buf(qp, true);
+	/* A marker between the pad and the CRC is the FPDU's own. */
+	if (qp->conn.markers_tx)
+		xiw_tx_marker_due(qp);
 	/* RFC 5044 §4: without CRC the field is still there, all zero. */
-	if (qp->conn.crc)
-		tx->crc = ~crc32c(tx->crc, from, (u8 *)trailer - from);
-	xiw_mpa_put_crc(trailer, qp->conn.crc ? tx->crc : 0);
-	tx->buf_len = (u8 *)(trailer + 1) - tx->buf;
+	xiw_mpa_put_crc(trailer, qp->conn.crc ? ~tx->crc : 0);
+	tx->buf_len += sizeof(*trailer);
+	xiw_tx_describe_buf(qp, false);
 }
 
 /*
@@ -1061,7 +1136,6 @@ static int xiw_tx_push(struct xiw_qp *qp)
 {
 	struct xiw_qp_tx *tx = &qp->tx;
 
-	xiw_tx_describe_buf(tx);
 	if (tx->out_sent == tx->out_len)
 		goto sent;
 	/*
@@ -1440,7 +1514,9 @@ int xiw_qp_tx_init(struct xiw_qp *qp)
 	tx->buf = kmalloc(XIW_TX_BUF_SIZE, GFP_KERNEL);
 	tx->vec = kcalloc(XIW_TX_VECS, sizeof(*tx->vec), GFP_KERNEL);
 	tx->held = kcalloc(XIW_TX_VECS, sizeof(*tx->held), GFP_KERNEL);
-	if (!tx->irq || !tx->buf || !tx->vec || !tx->held) {
+	tx->markers = kcalloc(XIW_TX_MARKERS, sizeof(*tx->markers),
+			      GFP_KERNEL);
+	if (!tx->irq || !tx->buf || !tx->vec || !tx->held || !tx->markers) {
 		xiw_qp_tx_destroy(qp);
 		return -ENOMEM;
 	}
@@ -1465,9 +1541,11 @@ void xiw_qp_tx_destroy(struct xiw_qp *qp)
 	kfree(tx->buf);
 	kfree(tx->vec);
 	kfree(tx->held);
+	kfree(tx->markers);
 	tx->wqes = NULL;
 	tx->irq = NULL;
 	tx->buf = NULL;
 	tx->vec = NULL;
 	tx->held = NULL;
+	tx->markers = NULL;
 }

@@ -233,7 +233,8 @@ static inline __u16 xiw_mpa_v2_ord_flags(const struct xiw_mpa_v2_ird_ord *p)
  * RFC 5044 §4 FPDU:  ULPDU_Length (16) | ULPDU | PAD (0-3) | CRC (32)
  * ULPDU_Length counts the ULPDU (the DDP segment) only: not itself, not
  * the pad, not markers, not the CRC.  The pad makes
- * 2 + ULPDU_Length + pad a multiple of 4 (RFC 5044 §4).
+ * 2 + ULPDU_Length + pad a multiple of 4 (RFC 5044 §4); markers, being
+ * 4 octets at 4-aligned stream positions, do not change it.
  */
 #define XIW_MPA_HDR_LEN 2
 #define XIW_MPA_CRC_LEN 4
@@ -253,12 +254,14 @@ static inline unsigned int xiw_mpa_fpdu_len(unsigned int ulpdu_len)
 }
 
 /*
- * CRC trailer, RFC 5044 §4: CRC32c (Castagnoli, as in iSCSI),
- * computed over ULPDU_Length, ULPDU and pad (markers excluded).  The
- * four octets carry the conventional (reflected, complemented) CRC32c
- * value least significant octet first - RFC 3720 B.4 shows 32 zero
- * octets giving the octets aa 36 91 8a, i.e. value 0x8a9136aa - which is
- * what the kernel's crc32c + cpu_to_le32 and Linux siw produce.
+ * CRC trailer, RFC 5044 §4: CRC32c (Castagnoli, as in iSCSI), computed
+ * over the FPDU as it is on the stream up to the CRC field: ULPDU_Length,
+ * ULPDU, pad and the markers among them (a marker's reserved field is
+ * "ignored on receive, except for the CRC").  The four octets carry the
+ * conventional (reflected, complemented) CRC32c value least significant
+ * octet first - RFC 3720 B.4 shows 32 zero octets giving the octets
+ * aa 36 91 8a, i.e. value 0x8a9136aa - which is what the kernel's
+ * crc32c + cpu_to_le32 and Linux siw produce.
  */
 struct xiw_mpa_trailer {
 	__le32 crc;
@@ -275,9 +278,11 @@ static inline __u32 xiw_mpa_get_crc(const struct xiw_mpa_trailer *t)
 }
 
 /*
- * RFC 5044 §4.3/§5: when negotiated, a 4-octet marker sits every 512
- * octets of TCP sequence space, counted from the first octet of the
- * first FPDU sent after the MPA Request/Reply exchange.
+ * MPA markers, RFC 5044 §4.3, on a stream whose receiver set the M bit in
+ * its MPA Request or Reply (§7.1).  Stream positions count the octets of
+ * one direction from the first octet of Full Operation Phase (the first
+ * FPDU after the Request or Reply), markers included; a marker starts at
+ * every position that is a multiple of 512, 0 included.
  *
  *   0                   1                   2                   3
  *   0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
@@ -285,8 +290,16 @@ static inline __u32 xiw_mpa_get_crc(const struct xiw_mpa_trailer *t)
  *  |           RESERVED            |            FPDUPTR            |
  *  +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
  *
- * FPDUPTR: backward pointer - the number of octets from the first octet
- * of the current FPDU's ULPDU_Length field to the marker.
+ * FPDUPTR: octets from the ULPDU_Length field of the FPDU the marker is
+ * in to the marker; a sender clears its two low-order bits, a receiver
+ * treats them as zero.  A marker where an FPDU begins belongs to that
+ * FPDU, before its ULPDU_Length, with FPDUPTR 0 - as the very first
+ * marker, "inserted immediately preceding the first FPDU", must be; the
+ * FPDU's later markers count from its ULPDU_Length, 4 octets after that
+ * one.  RESERVED is sent as zero and ignored on receive (but CRC'd).
+ * Every FPDU field that is 4-aligned on the stream (ULPDU_Length, the
+ * CRC) is whole on one side of a marker; a marker may fall between the
+ * pad and the CRC, and then counts into the CRC like any other.
  */
 struct xiw_mpa_marker {
 	__be16 rsvd;
@@ -295,6 +308,35 @@ struct xiw_mpa_marker {
 
 #define XIW_MPA_MARKER_LEN 4
 #define XIW_MPA_MARKER_INTERVAL 512
+
+/* Octets from stream position @pos to the next marker; 0 if one starts. */
+static inline unsigned int xiw_mpa_marker_gap(__u32 pos)
+{
+	return (XIW_MPA_MARKER_INTERVAL - pos) & (XIW_MPA_MARKER_INTERVAL - 1);
+}
+
+/*
+ * The marker at stream position @pos, in (or at the start of) the FPDU
+ * whose ULPDU_Length is at @fpdu_pos; @pos == @fpdu_pos for a marker
+ * preceding it.
+ */
+static inline void xiw_mpa_marker_set(struct xiw_mpa_marker *m, __u32 pos,
+				      __u32 fpdu_pos)
+{
+	m->rsvd = 0;
+	m->fpdu_ptr = xiw_cpu_to_be16((__u16)(pos - fpdu_pos));
+}
+
+/*
+ * Most markers an FPDU of @fpdu_len octets (markers excluded) can have
+ * wherever it begins: k markers make its stream extent L = fpdu_len + 4k,
+ * which holds at most (L + 511) / 512 of them, so 508k <= fpdu_len + 511.
+ */
+static inline unsigned int xiw_mpa_fpdu_markers_max(unsigned int fpdu_len)
+{
+	return (fpdu_len + XIW_MPA_MARKER_INTERVAL - 1) /
+	       (XIW_MPA_MARKER_INTERVAL - XIW_MPA_MARKER_LEN);
+}
 
 /* ======================================================================
  * DDP - RFC 5041 §4

@@ -2,13 +2,15 @@
 // A fake iWARP peer over a plain TCP socket, to drive exact bytes at xiw:
 //   xiw_wire_inject listen ADDR PORT
 //   xiw_wire_inject ADDR PORT CASE
+//   xiw_wire_inject selfcheck
 // "listen" is an rdma_cm server on the xiw device: per connection one QP,
-// one posted receive and a 4 KiB buffer registered with remote read, write
-// and atomic rights but no flush or verify right, described in the accept
-// private data (the MPA Reply's private data).  It serves connection after
-// connection; once the peer has gone it prints
+// one posted 64-octet receive and a 4 KiB buffer registered with remote
+// read, write and atomic rights but no flush or verify right, described in
+// the accept private data (the MPA Reply's private data).  It serves
+// connection after connection; once the peer has gone it prints
 //   wire_inject server: CASE: N bytes changed, M receives completed: ok
-// (FAIL if the buffer or the receive changed where they must not), and
+// (N: octets of the buffer and the receive that differ from what CASE
+// leaves there, FAIL if N is not 0 or M is not what CASE completes), and
 // exits after CASE "quit", 1 if any connection failed those checks.
 //
 // The client speaks MPA itself (RFC 5044 §7.1 Request, revision 1, CRC,
@@ -37,6 +39,31 @@
 //                     target
 //   quit              MPA only; ends the listener
 // and prints "wire_inject CASE: terminate layer L type T code C: ok".
+// None of these asks for MPA markers, and each fails if the Reply does.
+//
+// MPA markers (RFC 5044 §4.3): a direction carries them iff its receiver
+// set M in its Request or Reply (§7.1).  The client inserts them into what
+// it sends and checks (FPDUPTR, CRC over them) and strips them from what
+// it reads, by its own stream positions, not the kernel's code:
+//   markers_both      M in the Request, M required in the Reply
+//                     (mpa_markers=2): markers both ways
+//   markers_to_peer   M in the Request, none in the Reply (mpa_markers=0):
+//                     markers from xiw only
+//   markers_from_peer no M in the Request, M in the Reply (mpa_markers=2):
+//                     markers to xiw only
+// each sends, back to back, two RDMA Writes of marker_data_len octets to
+// the buffer (laid out so that client->xiw markers fall at an FPDU's
+// start, in a payload, inside a DDP header and between a pad and its CRC:
+// see good_stream), a 64-octet Send into the posted receive and an RDMA
+// Read Request of what was written, checks the Read Response(s) octet by
+// octet and prints "wire_inject CASE: read back W octets through markers:
+// ok"; the listener finds the written octets, the Send's and 1 receive.
+//   bad_marker        M both ways (mpa_markers=2); an RDMA Write whose
+//                     leading marker has FPDUPTR 4 instead of 0: Terminate
+//                     LLP, MPA, marker error (2/0/0x03), nothing placed
+// "selfcheck" frames the good cases' FPDUs (and FPDUs of every length)
+// with and without markers over a socketpair, reads them back, and checks
+// the marker layout worked out by hand below; no device involved.
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
@@ -67,28 +94,57 @@ namespace {
 using xiw_test::die;
 using xiw_test::wait_disconnect;
 using xiw_test::resolve;
+using u8 = std::uint8_t;
+using u32 = std::uint32_t;
 using u64 = std::uint64_t;
 
-constexpr std::uint32_t pd_magic = 0x78697749; // "xiwI"
+constexpr u32 pd_magic = 0x78697749; // "xiwI"
 constexpr std::size_t buf_size = 4096;
 constexpr std::size_t recv_len = 64;
-constexpr std::uint8_t recv_fill = 0xee;
+constexpr u8 recv_fill = 0xee;
 constexpr u64 good_add = 0x0000000100000003ull;
 constexpr u64 atomic_write_value = 0xfeedc0de12345678ull;
-constexpr std::uint32_t request_id = 0xa70c0001u;
+constexpr u32 request_id = 0xa70c0001u;
+
+// The good marker cases: two RDMA Writes of these lengths (W = 1993 in
+// all), laid out in good_stream.
+constexpr std::size_t marker_write1_len = 984;
+constexpr std::size_t marker_write2_len = 1009;
+constexpr std::size_t marker_data_len = marker_write1_len + marker_write2_len;
+// The Read Request's Data Sink, which the Read Response must echo.
+constexpr u32 sink_stag = 0x5eed0a01u;
+constexpr u64 sink_to = 0x0000123400000010ull;
 
 // Listener -> client in the accept private data.
 struct inject_target {
-	std::uint32_t magic;
-	std::uint32_t rkey;
+	u32 magic;
+	u32 rkey;
 	u64 addr;
 	u64 len;
 	u64 word0; // the value at addr
 };
 
-std::uint8_t pattern(std::size_t i)
+u8 pattern(std::size_t i)
 {
-	return static_cast<std::uint8_t>(i * 7 + 3 + (i >> 8) * 13);
+	return static_cast<u8>(i * 7 + 3 + (i >> 8) * 13);
+}
+
+// What the good marker cases write: unlike pattern() at every offset.
+u8 pattern2(std::size_t i)
+{
+	return static_cast<u8>(pattern(i) ^ 0x5a);
+}
+
+// What the good marker cases Send.
+u8 send_pattern(std::size_t i)
+{
+	return static_cast<u8>(0xc1 + i * 3);
+}
+
+bool marker_good_case(const std::string &which)
+{
+	return which == "markers_both" || which == "markers_to_peer" ||
+	       which == "markers_from_peer";
 }
 
 // =============================================================================
@@ -121,8 +177,8 @@ int run_listener(const char *addr, const char *port)
 				    std::min<std::size_t>(cp.private_data_len, sizeof(name) - 1));
 		const std::string which = name;
 
-		auto *buf = static_cast<std::uint8_t *>(std::aligned_alloc(4096, buf_size));
-		std::uint8_t rbuf[recv_len];
+		auto *buf = static_cast<u8 *>(std::aligned_alloc(4096, buf_size));
+		u8 rbuf[recv_len];
 		if (!buf)
 			die("aligned_alloc");
 		for (std::size_t i = 0; i < buf_size; i++)
@@ -158,14 +214,18 @@ int run_listener(const char *addr, const char *port)
 
 		// What the peer may have changed: only the word a good FetchAdd
 		// (by exactly its addend) or a good Atomic Write (to exactly its
-		// value) targets.
+		// value) targets; the good marker cases the first
+		// marker_data_len octets (to pattern2) and the receive buffer
+		// (to send_pattern, in exactly one receive).
 		const bool good_fa = which == "good_fetch_add";
 		const bool good_aw = which == "atomic_write_good";
 		const bool good = good_fa || good_aw;
+		const bool good_mk = marker_good_case(which);
 		const u64 want0 = good_fa ? word0 + good_add : atomic_write_value;
 		std::size_t changed = 0;
 		for (std::size_t i = good ? 8 : 0; i < buf_size; i++)
-			changed += buf[i] != pattern(i);
+			changed += buf[i] != (good_mk && i < marker_data_len ? pattern2(i)
+									     : pattern(i));
 		u64 now0;
 		std::memcpy(&now0, buf, sizeof(now0));
 		if (good && now0 != want0) {
@@ -176,13 +236,21 @@ int run_listener(const char *addr, const char *port)
 				      good_fa ? "FetchAdd" : "Atomic Write", now0, want0);
 			why = msg;
 		}
-		for (std::uint8_t b : rbuf)
-			changed += b != recv_fill;
+		for (std::size_t i = 0; i < recv_len; i++)
+			changed += rbuf[i] != (good_mk ? send_pattern(i) : recv_fill);
 		std::size_t received = 0;
 		ibv_wc wc{};
-		while (ibv_poll_cq(id->recv_cq, 1, &wc) == 1)
-			received += wc.status == IBV_WC_SUCCESS;
-		if (changed || received)
+		while (ibv_poll_cq(id->recv_cq, 1, &wc) == 1) {
+			if (wc.status != IBV_WC_SUCCESS)
+				continue;
+			received++;
+			if (wc.byte_len != recv_len) {
+				ok = false;
+				why = xiw_test::strf("a receive of %u octets, the Send had %zu",
+						     wc.byte_len, recv_len);
+			}
+		}
+		if (changed || received != (good_mk ? 1 : 0))
 			ok = false;
 		std::printf("wire_inject server: %s: %zu bytes changed, %zu receives completed: %s%s%s\n",
 			    which.c_str(), changed, received, ok ? "ok" : "FAIL",
@@ -215,7 +283,7 @@ const char *g_case = "?";
 
 void send_all(int fd, const void *p, std::size_t n)
 {
-	const auto *b = static_cast<const std::uint8_t *>(p);
+	const auto *b = static_cast<const u8 *>(p);
 	while (n) {
 		ssize_t k = send(fd, b, n, MSG_NOSIGNAL);
 		if (k < 0)
@@ -228,7 +296,7 @@ void send_all(int fd, const void *p, std::size_t n)
 // Reads N bytes; false on end of stream before any of them.
 bool recv_all(int fd, void *p, std::size_t n, const char *what)
 {
-	auto *b = static_cast<std::uint8_t *>(p);
+	auto *b = static_cast<u8 *>(p);
 	std::size_t got = 0;
 	while (got < n) {
 		pollfd pfd{fd, POLLIN, 0};
@@ -250,45 +318,133 @@ bool recv_all(int fd, void *p, std::size_t n, const char *what)
 	return true;
 }
 
-// HDR (from ULPDU_Length on) with its pad and CRC trailer appended.
-std::vector<std::uint8_t> make_fpdu(const void *hdr, std::size_t len)
+template <class T> std::vector<u8> bytes_of(const T &h)
 {
-	std::vector<std::uint8_t> f(static_cast<const std::uint8_t *>(hdr),
-				    static_cast<const std::uint8_t *>(hdr) + len);
-	const auto ulpdu = static_cast<unsigned>(len - XIW_MPA_HDR_LEN);
-	f.resize(len + xiw_mpa_pad_len(ulpdu), 0);
-	xiw_mpa_trailer t{};
-	xiw_mpa_put_crc(&t, xiw_crc32c(f.data(), f.size()));
-	const auto *tb = reinterpret_cast<const std::uint8_t *>(&t);
-	f.insert(f.end(), tb, tb + sizeof(t));
-	return f;
+	const auto *b = reinterpret_cast<const u8 *>(&h);
+	return {b, b + sizeof(h)};
 }
 
-// One FPDU from xiw: ULPDU_Length + ULPDU (pad and CRC checked and
-// dropped); empty at the end of the stream.
-std::vector<std::uint8_t> read_fpdu(int fd)
+// One direction of Full Operation Phase.  pos is the stream position P of
+// RFC 5044 §4.3: octets since the first octet after the MPA Request or
+// Reply (and its private data) that opened this direction, markers
+// included.  markers: whether this direction carries them, i.e. whether
+// its receiver set M in its own Request or Reply (§7.1).
+struct mpa_dir {
+	bool markers = false;
+	u32 pos = 0;
+};
+
+// The stream octets of one FPDU starting at D.pos (RFC 5044 §4, §4.3):
+// HDR (ULPDU_Length and ULPDU: LEN octets, without markers), its pad, the
+// markers due among them and the CRC over all of these.  A marker at the
+// FPDU's first octet is its own, precedes ULPDU_Length and has FPDUPTR 0,
+// or LEAD_PTR (bad_marker) if that is not 0; every other marker has the
+// distance back to ULPDU_Length.  ULPDU_Length and the pad ignore markers
+// (they are 4 octets at 4-aligned positions), so HDR is as without them.
+// Advances D.pos.
+std::vector<u8> frame_fpdu(mpa_dir &d, const void *hdr, std::size_t len,
+			   std::uint16_t lead_ptr = 0)
 {
-	std::uint8_t lenb[2];
-	if (!recv_all(fd, lenb, 2, "an FPDU"))
-		return {};
-	const unsigned ulpdu = static_cast<unsigned>(lenb[0]) << 8 | lenb[1];
-	std::vector<std::uint8_t> f(2 + ulpdu + xiw_mpa_pad_len(ulpdu));
-	f[0] = lenb[0];
-	f[1] = lenb[1];
-	recv_all(fd, f.data() + 2, f.size() - 2, "an FPDU");
+	const auto *h = static_cast<const u8 *>(hdr);
+	const auto ulpdu = static_cast<unsigned>(len - XIW_MPA_HDR_LEN);
+	if ((static_cast<unsigned>(h[0]) << 8 | h[1]) != ulpdu)
+		fail("framing an FPDU whose ULPDU_Length is not its %u octets", ulpdu);
+	const u32 start = d.pos;
+	const bool lead = d.markers && xiw_mpa_marker_gap(start) == 0;
+	const u32 len_pos = start + (lead ? XIW_MPA_MARKER_LEN : 0);
+	if (lead_ptr && !lead)
+		fail("no leading marker at P=%u to make FPDUPTR %u of", start, lead_ptr);
+
+	std::vector<u8> out;
+	auto marker_if_due = [&] {
+		const u32 p = start + static_cast<u32>(out.size());
+		if (!d.markers || xiw_mpa_marker_gap(p))
+			return;
+		xiw_mpa_marker m{};
+		xiw_mpa_marker_set(&m, p, p == start ? p : len_pos);
+		if (p == start && lead_ptr)
+			m.fpdu_ptr = xiw_cpu_to_be16(lead_ptr);
+		const std::vector<u8> mb = bytes_of(m);
+		out.insert(out.end(), mb.begin(), mb.end());
+	};
+	for (std::size_t i = 0; i < len + xiw_mpa_pad_len(ulpdu); i++) {
+		marker_if_due();
+		out.push_back(i < len ? h[i] : 0);
+	}
+	marker_if_due(); // between the pad and the CRC: counted into the CRC
 	xiw_mpa_trailer t{};
-	recv_all(fd, &t, sizeof(t), "an FPDU's CRC");
-	const std::uint32_t want = xiw_crc32c(f.data(), f.size());
+	xiw_mpa_put_crc(&t, xiw_crc32c(out.data(), out.size()));
+	const std::vector<u8> tb = bytes_of(t);
+	out.insert(out.end(), tb.begin(), tb.end());
+	d.pos += static_cast<u32>(out.size());
+	return out;
+}
+
+// One FPDU from D's stream on FD: ULPDU_Length + ULPDU, markers stripped
+// (each FPDUPTR checked, RFC 5044 §4.3), pad and CRC (over the stream
+// octets, markers included) checked and dropped; empty at the end of the
+// stream.  Advances D.pos.
+std::vector<u8> read_fpdu(int fd, mpa_dir &d)
+{
+	const u32 start = d.pos;
+	std::vector<u8> raw; // the FPDU as on the stream, for the CRC
+	std::vector<u8> f;   // without markers
+	u32 len_pos = start; // where ULPDU_Length is
+	// The next N octets of the FPDU into F and RAW, markers into RAW only;
+	// false at the end of the stream before the FPDU's first octet.
+	auto take = [&](std::size_t n) {
+		while (n) {
+			const u32 p = start + static_cast<u32>(raw.size());
+			const unsigned gap = d.markers ? xiw_mpa_marker_gap(p) : ~0u;
+			const std::size_t k =
+				gap ? std::min<std::size_t>(n, gap) : XIW_MPA_MARKER_LEN;
+			const std::size_t at = raw.size();
+			raw.resize(at + k);
+			if (!recv_all(fd, raw.data() + at, k, "an FPDU")) {
+				if (at)
+					fail("end of stream in the middle of an FPDU");
+				return false;
+			}
+			if (gap) {
+				f.insert(f.end(), raw.begin() + static_cast<std::ptrdiff_t>(at),
+					 raw.end());
+				n -= k;
+				continue;
+			}
+			xiw_mpa_marker m{};
+			std::memcpy(&m, raw.data() + at, sizeof(m));
+			// Its reserved field is "ignored on receive, except for
+			// the CRC" (wire.h): only FPDUPTR is checked, all of it,
+			// as §4.3 has the sender clear its two low bits.
+			if (p == start)
+				len_pos = start + XIW_MPA_MARKER_LEN;
+			const u32 want = p == start ? 0 : p - len_pos;
+			if (xiw_be16_to_cpu(m.fpdu_ptr) != want)
+				fail("the marker at P=%u (FPDU at P=%u) has FPDUPTR %u, "
+				     "expected %u",
+				     p, start, xiw_be16_to_cpu(m.fpdu_ptr), want);
+		}
+		return true;
+	};
+	if (!take(XIW_MPA_HDR_LEN))
+		return {};
+	const unsigned ulpdu = static_cast<unsigned>(f[0]) << 8 | f[1];
+	take(ulpdu + xiw_mpa_pad_len(ulpdu));
+	// The CRC is 4-aligned: a marker may precede it, never split it.
+	take(XIW_MPA_CRC_LEN);
+	xiw_mpa_trailer t{};
+	std::memcpy(&t, raw.data() + raw.size() - sizeof(t), sizeof(t));
+	const u32 want = xiw_crc32c(raw.data(), raw.size() - sizeof(t));
 	if (xiw_mpa_get_crc(&t) != want)
-		fail("FPDU of %u octets with CRC 0x%08x, computed 0x%08x", ulpdu,
+		fail("FPDU of %u octets at P=%u with CRC 0x%08x, computed 0x%08x", ulpdu, start,
 		     xiw_mpa_get_crc(&t), want);
-	f.resize(2 + ulpdu);
+	d.pos += static_cast<u32>(raw.size());
+	f.resize(XIW_MPA_HDR_LEN + ulpdu);
 	return f;
 }
 
 // Checks the DDP/RDMAP framing of an untagged FPDU F from xiw.
-void check_untagged(const std::vector<std::uint8_t> &f, unsigned opcode, unsigned qn,
-		    const char *what)
+void check_untagged(const std::vector<u8> &f, unsigned opcode, unsigned qn, const char *what)
 {
 	if (f.size() < sizeof(xiw_ddp_untagged_hdr))
 		fail("%s: only %zu octets", what, f.size());
@@ -306,6 +462,146 @@ void check_untagged(const std::vector<std::uint8_t> &f, unsigned opcode, unsigne
 	    xiw_be32_to_cpu(h.mo) != 0)
 		fail("%s: QN %u MSN %u MO %u, expected QN %u MSN 1 MO 0", what,
 		     xiw_be32_to_cpu(h.qn), xiw_be32_to_cpu(h.msn), xiw_be32_to_cpu(h.mo), qn);
+}
+
+// A Terminate F's control word (F at least term_fixed octets).
+constexpr std::size_t term_fixed = sizeof(xiw_ddp_untagged_hdr) + 4;
+xiw_hdr_terminate terminate_of(const std::vector<u8> &f)
+{
+	xiw_hdr_terminate term{};
+	std::memcpy(&term, f.data(), std::min(f.size(), sizeof(term)));
+	return term;
+}
+
+// An RDMA Write (RFC 5040: tagged, last segment) of DATA[0, N) to STag/TO.
+std::vector<u8> write_segment(u32 stag, u64 to, const u8 *data, std::size_t n)
+{
+	xiw_ddp_tagged_hdr h{};
+	xiw_ctrl_set(&h.ctrl, static_cast<std::uint16_t>(XIW_DDP_TAGGED_HLEN + n), 1, 1,
+		     XIW_RDMAP_RV1, XIW_OP_WRITE);
+	xiw_tagged_set(&h, stag, to);
+	std::vector<u8> s = bytes_of(h);
+	s.insert(s.end(), data, data + n);
+	return s;
+}
+
+// The good marker cases' four FPDUs, back to back on TX from its start:
+//   (a) RDMA Write of pattern2[0, 984) to the buffer;
+//   (b) RDMA Write of pattern2[984, 1993) (pad 3) after it;
+//   (c) Send of 64 octets of send_pattern (QN 0, MSN 1, MO 0);
+//   (d) RDMA Read Request (QN 1, MSN 1) of the 1993 octets to the sink.
+// With markers (stream positions P, M = a marker with its FPDUPTR):
+//       0  M 0     (a) leading marker; ULPDU_Length at 4, DDP header to 20
+//     512  M 508   (a) in the payload (492 octets before, 492 after)
+//    1008          (a) CRC; (b) starts at 1012
+//    1024  M 12    (b) in the DDP header, between the two words of the TO
+//    1536  M 524   (b) in the payload (504 octets before, 505 after)
+//    2048  M 1036  (b) between the 3-octet pad and the CRC at 2052
+//    2056          (c), 88 octets;  2144: (d), 52 octets;  end at 2196
+// Without markers the same FPDUs are 1004, 1032, 88 and 52 octets long.
+// SEGS gets the FPDUs without pad, CRC or markers.
+std::vector<u8> good_stream(mpa_dir &tx, const inject_target &t,
+			    std::vector<std::vector<u8>> &segs)
+{
+	std::vector<u8> data(marker_data_len);
+	for (std::size_t i = 0; i < data.size(); i++)
+		data[i] = pattern2(i);
+	segs.clear();
+	segs.push_back(write_segment(t.rkey, t.addr, data.data(), marker_write1_len));
+	segs.push_back(write_segment(t.rkey, t.addr + marker_write1_len,
+				     data.data() + marker_write1_len, marker_write2_len));
+
+	xiw_ddp_untagged_hdr sh{};
+	xiw_ctrl_set(&sh.ctrl, XIW_DDP_UNTAGGED_HLEN + recv_len, 0, 1, XIW_RDMAP_RV1, XIW_OP_SEND);
+	xiw_untagged_set(&sh, 0, XIW_QN_SEND, 1, 0);
+	segs.push_back(bytes_of(sh));
+	for (std::size_t i = 0; i < recv_len; i++)
+		segs.back().push_back(send_pattern(i));
+
+	xiw_hdr_read_req rh{};
+	xiw_ctrl_set(&rh.ddp.ctrl, sizeof(rh) - XIW_MPA_HDR_LEN, 0, 1, XIW_RDMAP_RV1,
+		     XIW_OP_READ_REQ);
+	xiw_untagged_set(&rh.ddp, 0, XIW_QN_READ_REQ, 1, 0);
+	rh.rreq.sink_stag = xiw_cpu_to_be32(sink_stag);
+	xiw_put_be64(&rh.rreq.sink_to, sink_to);
+	rh.rreq.read_size = xiw_cpu_to_be32(static_cast<u32>(marker_data_len));
+	rh.rreq.src_stag = xiw_cpu_to_be32(t.rkey);
+	xiw_put_be64(&rh.rreq.src_to, t.addr);
+	segs.push_back(bytes_of(rh));
+
+	std::vector<u8> out;
+	for (std::size_t i = 0; i < segs.size(); i++) {
+		const u32 at = tx.pos;
+		// The point of (b): a marker strictly inside its DDP header,
+		// i.e. after its own first octet and before its payload.
+		const unsigned gap = xiw_mpa_marker_gap(at);
+		if (i == 1 && tx.markers && (gap == 0 || gap >= sizeof(xiw_ddp_tagged_hdr)))
+			fail("the second RDMA Write starts at P=%u: no marker in its DDP header",
+			     at);
+		const std::vector<u8> fr = frame_fpdu(tx, segs[i].data(), segs[i].size());
+		out.insert(out.end(), fr.begin(), fr.end());
+	}
+	return out;
+}
+
+// The good marker cases after the MPA exchange: good_stream, then Read
+// Response FPDUs until the Last one, compared with what was written.
+int run_markers(int fd, const inject_target &t, mpa_dir &tx, mpa_dir &rx, const std::string &which)
+{
+	std::vector<std::vector<u8>> segs;
+	const std::vector<u8> out = good_stream(tx, t, segs);
+	send_all(fd, out.data(), out.size());
+
+	std::vector<u8> got;
+	for (;;) {
+		const std::vector<u8> f = read_fpdu(fd, rx);
+		if (f.empty())
+			fail("the connection ended after %zu of the %zu octets read back",
+			     got.size(), marker_data_len);
+		if (f.size() < sizeof(xiw_ctrl))
+			fail("an FPDU of %zu octets", f.size());
+		xiw_ctrl c{};
+		std::memcpy(&c, f.data(), sizeof(c));
+		const unsigned opcode = xiw_rdmap_opcode(c.rdmap_ctrl);
+		if (opcode == XIW_OP_TERMINATE && f.size() >= term_fixed) {
+			const xiw_hdr_terminate term = terminate_of(f);
+			fail("Terminate layer %u type %u code 0x%02x after %zu octets read back",
+			     xiw_term_layer(term.term.ctrl), xiw_term_etype(term.term.ctrl),
+			     xiw_term_ecode(term.term.ctrl), got.size());
+		}
+		if (opcode != XIW_OP_READ_RESP || !xiw_ddp_tagged(c.ddp_ctrl) ||
+		    xiw_rdmap_rv(c.rdmap_ctrl) != XIW_RDMAP_RV1 ||
+		    f.size() < sizeof(xiw_ddp_tagged_hdr))
+			fail("an FPDU of %zu octets with DDP control 0x%02x, RDMAP control 0x%02x "
+			     "instead of a Read Response",
+			     f.size(), c.ddp_ctrl, c.rdmap_ctrl);
+		xiw_ddp_tagged_hdr h{};
+		std::memcpy(&h, f.data(), sizeof(h));
+		// RFC 5040: the Read Response goes to the Data Sink
+		// STag/TO; in order here, so each segment continues the last.
+		const u32 stag = xiw_be32_to_cpu(h.stag);
+		const u64 to = xiw_get_be64(&h.to);
+		if (stag != sink_stag || to != sink_to + got.size())
+			fail("Read Response segment to STag 0x%08x TO 0x%016" PRIx64
+			     ", expected 0x%08x 0x%016" PRIx64,
+			     stag, to, sink_stag, sink_to + got.size());
+		got.insert(got.end(), f.begin() + sizeof(h), f.end());
+		if (got.size() > marker_data_len)
+			fail("Read Response of more than the %zu octets asked for",
+			     marker_data_len);
+		if (xiw_ddp_last(c.ddp_ctrl))
+			break;
+	}
+	if (got.size() != marker_data_len)
+		fail("Read Response of %zu octets, %zu asked for", got.size(), marker_data_len);
+	for (std::size_t i = 0; i < got.size(); i++)
+		if (got[i] != pattern2(i))
+			fail("octet %zu read back is 0x%02x, 0x%02x was written", i, got[i],
+			     pattern2(i));
+	close(fd);
+	std::printf("wire_inject %s: read back %zu octets through markers: ok\n", which.c_str(),
+		    got.size());
+	return 0;
 }
 
 struct expectation {
@@ -329,10 +625,18 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 	if (connect(fd, reinterpret_cast<sockaddr *>(&sa), sizeof(sa)))
 		fail("connect to %s:%s: %s", addr, port, std::strerror(errno));
 
+	// RFC 5044 §7.1: M asks for markers on the stream one receives, so
+	// the Request's M bit is about xiw->client, the Reply's about
+	// client->xiw.
+	const bool ask_markers =
+		which == "markers_both" || which == "markers_to_peer" || which == "bad_marker";
+	const bool want_reply_m =
+		which == "markers_both" || which == "markers_from_peer" || which == "bad_marker";
+
 	// MPA Request, RFC 5044 §7.1: revision 1, CRC, the extensions bit.
 	xiw_mpa_rr req{};
 	std::memcpy(req.key, XIW_MPA_KEY_REQ, XIW_MPA_KEY_LEN);
-	req.flags = XIW_MPA_FLAG_C | XIW_MPA_FLAG_EXT;
+	req.flags = XIW_MPA_FLAG_C | XIW_MPA_FLAG_EXT | (ask_markers ? XIW_MPA_FLAG_M : 0);
 	req.rev = XIW_MPA_REV_V1;
 	req.pd_len = xiw_cpu_to_be16(static_cast<std::uint16_t>(which.size() + 1));
 	send_all(fd, &req, sizeof(req));
@@ -350,9 +654,14 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 		     rep.flags);
 	if (rep.rev != XIW_MPA_REV_V1)
 		fail("MPA Reply revision %u to a revision 1 Request", rep.rev);
-	if (rep.flags & XIW_MPA_FLAG_M)
-		fail("the MPA Reply asks for markers, which were not offered");
-	std::vector<std::uint8_t> pd(xiw_be16_to_cpu(rep.pd_len));
+	const bool reply_m = rep.flags & XIW_MPA_FLAG_M;
+	// "quit" sends no FPDU: markers or not, it only ends the listener.
+	if (which != "quit" && reply_m != want_reply_m)
+		fail("the MPA Reply (flags 0x%02x) %s markers, this case needs %s (is "
+		     "mpa_markers %s?)",
+		     rep.flags, reply_m ? "asks for" : "does not ask for",
+		     want_reply_m ? "them" : "none", want_reply_m ? "2" : "0");
+	std::vector<u8> pd(xiw_be16_to_cpu(rep.pd_len));
 	if (!pd.empty())
 		recv_all(fd, pd.data(), pd.size(), "the MPA Reply's private data");
 	inject_target t{};
@@ -367,10 +676,15 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 		std::printf("wire_inject quit: ok\n");
 		return 0;
 	}
+	// Full Operation Phase starts here in both directions (RFC 5044 §4.3).
+	mpa_dir tx{reply_m}, rx{ask_markers};
+	if (marker_good_case(which))
+		return run_markers(fd, t, tx, rx, which);
 
-	std::vector<std::uint8_t> sent;
+	std::vector<u8> sent;
 	expectation want{};
 	bool expect_response = false;
+	std::uint16_t lead_ptr = 0;
 	auto atomic = [&](unsigned aop, u64 to) {
 		xiw_hdr_atomic_req h{};
 		xiw_ctrl_set(&h.ddp.ctrl, sizeof(h) - XIW_MPA_HDR_LEN, 0, 1, XIW_RDMAP_RV1,
@@ -384,12 +698,11 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 		xiw_put_be64(&h.atomic.add_swap_mask, 0); // a plain 64-bit add
 		xiw_put_be64(&h.atomic.compare, 0);	  // unused: RFC 7306 §5.2.1
 		xiw_put_be64(&h.atomic.compare_mask, XIW_ATOMIC_MASK_UNUSED);
-		sent.assign(reinterpret_cast<std::uint8_t *>(&h),
-			    reinterpret_cast<std::uint8_t *>(&h) + sizeof(h));
+		sent = bytes_of(h);
 	};
 	// draft-talpey §2.3.1: Data Sink STag, Length (must be 8), Tagged
 	// Offset, Data (big-endian).
-	auto atomic_write = [&](std::uint32_t len, u64 to) {
+	auto atomic_write = [&](u32 len, u64 to) {
 		xiw_hdr_atomic_write_req h{};
 		xiw_ctrl_set(&h.ddp.ctrl, sizeof(h) - XIW_MPA_HDR_LEN, 0, 1, XIW_RDMAP_RV1,
 			     XIW_OP_ATOMIC_WRITE_REQ);
@@ -398,8 +711,7 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 		h.awrite.sink_len = xiw_cpu_to_be32(len);
 		xiw_put_be64(&h.awrite.sink_to, to);
 		xiw_put_be64(&h.awrite.data, atomic_write_value);
-		sent.assign(reinterpret_cast<std::uint8_t *>(&h),
-			    reinterpret_cast<std::uint8_t *>(&h) + sizeof(h));
+		sent = bytes_of(h);
 	};
 	unsigned resp_opcode = XIW_OP_ATOMIC_RESP;
 	if (which == "bad_aopcode") {
@@ -412,12 +724,11 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 			XIW_TERM_ATOMIC_MISALIGNED_ECODE};
 	} else if (which == "short_immediate") {
 		xiw_ddp_untagged_hdr h{};
-		const std::uint8_t four[4] = {0xde, 0xad, 0xbe, 0xef};
+		const u8 four[4] = {0xde, 0xad, 0xbe, 0xef};
 		xiw_ctrl_set(&h.ctrl, XIW_DDP_UNTAGGED_HLEN + sizeof(four), 0, 1, XIW_RDMAP_RV1,
 			     XIW_OP_IMM);
 		xiw_untagged_set(&h, 0, XIW_QN_SEND, 1, 0);
-		sent.assign(reinterpret_cast<std::uint8_t *>(&h),
-			    reinterpret_cast<std::uint8_t *>(&h) + sizeof(h));
+		sent = bytes_of(h);
 		sent.insert(sent.end(), four, four + sizeof(four));
 		want.any_terminate = true;
 	} else if (which == "good_fetch_add") {
@@ -437,21 +748,30 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 			     XIW_OP_FLUSH_REQ);
 		xiw_untagged_set(&h.ddp, 0, XIW_QN_READ_REQ, 1, 0);
 		h.flush.sink_stag = xiw_cpu_to_be32(t.rkey);
-		h.flush.sink_len = xiw_cpu_to_be32(static_cast<std::uint32_t>(t.len));
+		h.flush.sink_len = xiw_cpu_to_be32(static_cast<u32>(t.len));
 		xiw_put_be64(&h.flush.sink_to, t.addr);
 		h.flush.flags = xiw_cpu_to_be32(XIW_FLUSH_G);
-		sent.assign(reinterpret_cast<std::uint8_t *>(&h),
-			    reinterpret_cast<std::uint8_t *>(&h) + sizeof(h));
+		sent = bytes_of(h);
 		want = {false, XIW_TERM_LAYER_RDMAP, XIW_RDMAP_ETYPE_REMOTE_PROTECTION,
 			XIW_RDMAP_ECODE_ACCESS_RIGHTS};
+	} else if (which == "bad_marker") {
+		// The first FPDU starts at P=0, so it has a leading marker,
+		// whose FPDUPTR must be 0 (RFC 5044 §4.3).  4 is wrong with
+		// its two low bits clear, which a receiver must ignore.
+		std::vector<u8> data(recv_len);
+		for (std::size_t i = 0; i < data.size(); i++)
+			data[i] = pattern2(i);
+		sent = write_segment(t.rkey, t.addr, data.data(), data.size());
+		lead_ptr = 4;
+		want = {false, XIW_TERM_LAYER_LLP, XIW_LLP_ETYPE_MPA, XIW_LLP_ECODE_MARKER};
 	} else {
 		std::fprintf(stderr, "unknown case %s\n", which.c_str());
 		return 2;
 	}
-	const std::vector<std::uint8_t> fpdu = make_fpdu(sent.data(), sent.size());
+	const std::vector<u8> fpdu = frame_fpdu(tx, sent.data(), sent.size(), lead_ptr);
 	send_all(fd, fpdu.data(), fpdu.size());
 
-	const std::vector<std::uint8_t> f = read_fpdu(fd);
+	const std::vector<u8> f = read_fpdu(fd, rx);
 	const char *resp_name =
 		resp_opcode == XIW_OP_ATOMIC_RESP ? "Atomic Response" : "Atomic Write Response";
 	if (f.empty())
@@ -460,13 +780,10 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 	if (f.size() < sizeof(xiw_ctrl))
 		fail("an FPDU of %zu octets", f.size());
 	const unsigned opcode = xiw_rdmap_opcode(f[3]);
-	// A Terminate: DDP header and its 4-octet control word at least.
-	constexpr std::size_t term_fixed = sizeof(xiw_ddp_untagged_hdr) + 4;
 
 	if (expect_response) {
 		if (opcode == XIW_OP_TERMINATE && f.size() >= term_fixed) {
-			xiw_hdr_terminate term{};
-			std::memcpy(&term, f.data(), std::min(f.size(), sizeof(term)));
+			const xiw_hdr_terminate term = terminate_of(f);
 			fail("Terminate layer %u type %u code 0x%02x instead of the %s",
 			     xiw_term_layer(term.term.ctrl), xiw_term_etype(term.term.ctrl),
 			     xiw_term_ecode(term.term.ctrl), resp_name);
@@ -486,7 +803,7 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 			     sizeof(xiw_hdr_atomic_resp));
 		xiw_hdr_atomic_resp r{};
 		std::memcpy(&r, f.data(), sizeof(r));
-		const std::uint32_t id = xiw_be32_to_cpu(r.atomic.req_id);
+		const u32 id = xiw_be32_to_cpu(r.atomic.req_id);
 		const u64 orig = xiw_get_be64(&r.atomic.orig);
 		if (id != request_id)
 			fail("Atomic Response for request id 0x%08x, expected 0x%08x", id,
@@ -505,13 +822,13 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 	check_untagged(f, XIW_OP_TERMINATE, XIW_QN_TERMINATE, "Terminate");
 	if (f.size() < term_fixed)
 		fail("Terminate of %zu octets, without its control word", f.size());
-	xiw_hdr_terminate term{};
-	std::memcpy(&term, f.data(), std::min(f.size(), sizeof(term)));
+	const xiw_hdr_terminate term = terminate_of(f);
 	const unsigned layer = xiw_term_layer(term.term.ctrl);
 	const unsigned etype = xiw_term_etype(term.term.ctrl);
 	const unsigned ecode = xiw_term_ecode(term.term.ctrl);
 	const unsigned flags = xiw_term_flags(term.term.ctrl);
-	// RFC 5040 §4.8: what the Terminate says it copies must be what we sent.
+	// RFC 5040 §4.8: what the Terminate says it copies must be what we
+	// sent (markers excluded, which bad_marker's leading one is).
 	if (flags & (XIW_TERM_FLAG_M | XIW_TERM_FLAG_D)) {
 		if (f.size() < term_fixed + 2)
 			fail("Terminate with flags 0x%04x but no DDP Segment Length", flags);
@@ -539,14 +856,72 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 	return 0;
 }
 
+// =============================================================================
+// Self-check: the marker framing against itself and the hand-made layout
+// =============================================================================
+
+int run_selfcheck()
+{
+	g_case = "selfcheck";
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+		die("socketpair");
+	const inject_target t{pd_magic, 0x1234, 0x10000, buf_size, 0};
+	for (const bool markers : {false, true}) {
+		mpa_dir tx{markers}, rx{markers};
+		std::vector<std::vector<u8>> segs;
+		const std::vector<u8> wire = good_stream(tx, t, segs);
+		if (wire.size() != (markers ? 2196u : 2176u))
+			fail("the good cases' FPDUs take %zu octets", wire.size());
+		if (markers) {
+			// good_stream's table: marker at P -> FPDUPTR.
+			const std::uint16_t ptr[] = {0, 508, 12, 524, 1036};
+			for (std::size_t i = 0; i < std::size(ptr); i++) {
+				const u8 *m = wire.data() + i * XIW_MPA_MARKER_INTERVAL;
+				if (m[0] || m[1] || (m[2] << 8 | m[3]) != ptr[i])
+					fail("marker at P=%zu: %02x%02x %02x%02x, expected "
+					     "FPDUPTR %u",
+					     i * XIW_MPA_MARKER_INTERVAL, m[0], m[1], m[2], m[3],
+					     ptr[i]);
+			}
+		}
+		send_all(sv[0], wire.data(), wire.size());
+		for (const auto &s : segs)
+			if (read_fpdu(sv[1], rx) != s)
+				fail("an FPDU of the good cases does not round-trip (markers %d)",
+				     markers);
+		// Then every ULPDU length, so that markers fall at every
+		// 4-aligned place of FPDUs of every pad.
+		for (unsigned n = 1; n <= 1200; n++) {
+			std::vector<u8> s(XIW_MPA_HDR_LEN + n);
+			s[0] = static_cast<u8>(n >> 8);
+			s[1] = static_cast<u8>(n);
+			for (std::size_t i = 2; i < s.size(); i++)
+				s[i] = pattern(i + n);
+			const std::vector<u8> fr = frame_fpdu(tx, s.data(), s.size());
+			send_all(sv[0], fr.data(), fr.size());
+			if (read_fpdu(sv[1], rx) != s || rx.pos != tx.pos)
+				fail("an FPDU of %u octets does not round-trip (markers %d)", n,
+				     markers);
+		}
+	}
+	close(sv[0]);
+	close(sv[1]);
+	std::printf("wire_inject selfcheck: ok\n");
+	return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
 {
+	if (argc == 2 && std::strcmp(argv[1], "selfcheck") == 0)
+		return run_selfcheck();
 	if (argc == 4 && std::strcmp(argv[1], "listen") == 0)
 		return run_listener(argv[2], argv[3]);
 	if (argc == 4)
 		return run_inject(argv[1], argv[2], argv[3]);
-	std::fprintf(stderr, "usage: %s listen ADDR PORT | %s ADDR PORT CASE\n", argv[0], argv[0]);
+	std::fprintf(stderr, "usage: %s listen ADDR PORT | %s ADDR PORT CASE | %s selfcheck\n",
+		     argv[0], argv[0], argv[0]);
 	return 2;
 }

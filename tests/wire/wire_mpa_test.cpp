@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 // MPA: RFC 5044 §4 (FPDU, pad, CRC), §4.3/§5 (markers), §7.1 (Request/
 // Reply frame), RFC 6581 §5 (enhanced private data).
+#include <algorithm>
 #include <cstddef>
 
 #include <xiw/crc32c.h>
@@ -146,6 +147,55 @@ TEST(Mpa, MarkerLayout)
 	EXPECT_EQ(offsetof(xiw_mpa_marker, fpdu_ptr), 2u);
 	EXPECT_EQ(XIW_MPA_MARKER_LEN, 4);
 	EXPECT_EQ(XIW_MPA_MARKER_INTERVAL, 512);
+}
+
+// Markers start at every multiple of 512 of the stream, 0 included.
+TEST(Mpa, MarkerGap)
+{
+	EXPECT_EQ(xiw_mpa_marker_gap(0), 0u);
+	EXPECT_EQ(xiw_mpa_marker_gap(4), 508u);
+	EXPECT_EQ(xiw_mpa_marker_gap(511), 1u);
+	EXPECT_EQ(xiw_mpa_marker_gap(512), 0u);
+	EXPECT_EQ(xiw_mpa_marker_gap(1000), 24u);
+	// Positions count modulo 2^32, as TCP sequence numbers do.
+	EXPECT_EQ(xiw_mpa_marker_gap(0xfffffffcu), 4u);
+}
+
+// FPDUPTR: from the FPDU's ULPDU_Length back to the marker; 0 for the
+// marker preceding an FPDU (the first one of a stream is such).
+TEST(Mpa, MarkerPointer)
+{
+	xiw_mpa_marker m;
+	xiw_mpa_marker_set(&m, 1024, 1024 - 0x1a8);
+	EXPECT_BYTES(bytes_of(m), (Bytes{0x00, 0x00, 0x01, 0xa8}));
+	xiw_mpa_marker_set(&m, 512, 512);
+	EXPECT_BYTES(bytes_of(m), (Bytes{0x00, 0x00, 0x00, 0x00}));
+}
+
+// The bound on an FPDU's markers holds wherever the FPDU begins, and is
+// reached: count them by walking the stream.
+TEST(Mpa, FpduMarkersMaxIsTight)
+{
+	for (unsigned len = 8; len <= 20000; len += 4) {
+		unsigned most = 0;
+		for (unsigned start = 0; start < XIW_MPA_MARKER_INTERVAL;
+		     start += XIW_MPA_ALIGN) {
+			unsigned pos = start, left = len, markers = 0;
+			while (left) {
+				if (!xiw_mpa_marker_gap(pos)) {
+					markers++;
+					pos += XIW_MPA_MARKER_LEN;
+					continue;
+				}
+				const unsigned n = std::min(left, xiw_mpa_marker_gap(pos));
+				pos += n;
+				left -= n;
+			}
+			most = std::max(most, markers);
+		}
+		ASSERT_GE(xiw_mpa_fpdu_markers_max(len), most) << len;
+		ASSERT_LE(xiw_mpa_fpdu_markers_max(len), most + 1) << len;
+	}
 }
 
 // CRC trailer: RFC 3720 B.4 shows the CRC of 32 zero octets transmitted
