@@ -46,9 +46,14 @@ inline constexpr auto ibv_wc_flush = static_cast<ibv_wc_opcode>(8);
 // extension work requests of xiwdv.h (IBV_WR_DRIVER1) are decoded apart.
 constexpr std::optional<wr_opcode> to_wr_opcode(ibv_wr_opcode op) noexcept
 {
+#ifndef XIW_HAVE_IBV_WR_FLUSH
 	if (op == ibv_wr_flush)
 		return wr_opcode::flush;
+#endif
 	switch (op) {
+#ifdef XIW_HAVE_IBV_WR_FLUSH
+	case IBV_WR_FLUSH: return wr_opcode::flush;
+#endif
 	case IBV_WR_SEND: return wr_opcode::send;
 	case IBV_WR_SEND_WITH_IMM: return wr_opcode::send_with_imm;
 	case IBV_WR_SEND_WITH_INV: return wr_opcode::send_with_inv;

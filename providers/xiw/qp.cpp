@@ -363,6 +363,21 @@ void wr_atomic_write(ibv_qp_ex *qpx, std::uint32_t rkey,
 		std::memcpy(&sqe->operand[0], atomic_wr, sizeof(sqe->operand[0]));
 }
 
+#ifdef XIW_HAVE_IBV_WR_FLUSH
+// rdma-core >= 45's ibv_wr_flush(): the same Flush as IBV_WR_FLUSH through
+// ibv_post_send, with the same type and level numbers.
+void wr_flush(ibv_qp_ex *qpx, std::uint32_t rkey, std::uint64_t remote_addr,
+	      std::size_t len, std::uint8_t type, std::uint8_t level) noexcept
+{
+	xiw_sqe *sqe = batch_next(qpx, wr_opcode::flush);
+	set_remote(sqe, rkey, remote_addr);
+	if (sqe) {
+		sqe->operand[0] = len;
+		sqe->operand[1] = type | static_cast<std::uint64_t>(level) << 8;
+	}
+}
+#endif
+
 // xiwdv_wr_post_ext(): the TSO entry point carries an xiwdv_wr_ext, since
 // xiw QPs have no TSO and rdma-core 44's ibv_qp_ex no other way in.
 void wr_post_ext(ibv_qp_ex *qpx, void *hdr, std::uint16_t hdr_sz, std::uint16_t) noexcept
@@ -421,7 +436,11 @@ constexpr std::uint64_t supported_send_ops =
 	IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
 	IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 	IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV |
-	IBV_QP_EX_WITH_ATOMIC_WRITE | XIWDV_QP_EX_WITH_EXTENSIONS;
+	IBV_QP_EX_WITH_ATOMIC_WRITE | XIWDV_QP_EX_WITH_EXTENSIONS
+#ifdef XIW_HAVE_IBV_WR_FLUSH
+	| IBV_QP_EX_WITH_FLUSH
+#endif
+	;
 
 void init_qp_ex(qp &q) noexcept
 {
@@ -438,6 +457,9 @@ void init_qp_ex(qp &q) noexcept
 	x.wr_atomic_fetch_add = wr_atomic_fetch_add;
 	x.wr_atomic_cmp_swp = wr_atomic_cmp_swp;
 	x.wr_atomic_write = wr_atomic_write;
+#ifdef XIW_HAVE_IBV_WR_FLUSH
+	x.wr_flush = wr_flush;
+#endif
 	x.wr_send_tso = wr_post_ext;
 	x.wr_set_sge = wr_set_sge;
 	x.wr_set_sge_list = wr_set_sge_list;

@@ -32,7 +32,18 @@
 #define XIW_RC_SIZEOF_VERBS_CONTEXT_OPS 608
 #define XIW_RC_SIZEOF_VERBS_MATCH_ENT 24
 #define XIW_RC_SIZEOF_VERBS_MR 56
-#define XIW_RC_SIZEOF_VERBS_QP 368
+/*
+ * rdma-core 45 appended wr_flush to struct ibv_qp_ex, which verbs_qp
+ * embeds, and kept the private ABI version: verbs_qp's size and the
+ * offsets behind ibv_qp_ex depend on the verbs.h built against, and a
+ * provider works only with the libibverbs whose headers it was built with.
+ */
+#ifdef XIW_HAVE_IBV_WR_FLUSH
+#define XIW_RC_QP_EX_GROWTH 8
+#else
+#define XIW_RC_QP_EX_GROWTH 0
+#endif
+#define XIW_RC_SIZEOF_VERBS_QP (368 + XIW_RC_QP_EX_GROWTH)
 #define XIW_RC_SIZEOF_VERBS_CQ 288
 
 /* struct verbs_device_ops */
@@ -66,8 +77,8 @@
 /* struct verbs_mr, verbs_qp */
 #define XIW_RC_OFF_VMR_MR_TYPE 48
 #define XIW_RC_OFF_VMR_ACCESS 52
-#define XIW_RC_OFF_VQP_COMP_MASK 352
-#define XIW_RC_OFF_VQP_XRCD 360
+#define XIW_RC_OFF_VQP_COMP_MASK (352 + XIW_RC_QP_EX_GROWTH)
+#define XIW_RC_OFF_VQP_XRCD (360 + XIW_RC_QP_EX_GROWTH)
 /* verbs_qp.comp_mask: the QP is an ibv_qp_ex (ibv_qp_to_qp_ex() returns it) */
 #define XIW_RC_VERBS_QP_EX 2
 

@@ -234,11 +234,19 @@ struct traits {
 	static constexpr u32 client_send_depth = 64;
 	static constexpr u32 client_send_sge = 2; // Verify: the result and the expected hash
 	static constexpr test_case qp_ex_case = test_case::qp_ex;
+#ifdef XIW_HAVE_IBV_WR_FLUSH
+	static constexpr std::uint64_t qp_ex_ops =
+		IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_SEND |
+		IBV_QP_EX_WITH_ATOMIC_WRITE | IBV_QP_EX_WITH_FLUSH | XIWDV_QP_EX_WITH_EXTENSIONS;
+	static constexpr const char *qp_ex_ops_text =
+		"write, read, send, atomic write, flush, XIWDV_QP_EX_WITH_EXTENSIONS";
+#else
 	static constexpr std::uint64_t qp_ex_ops =
 		IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_SEND |
 		IBV_QP_EX_WITH_ATOMIC_WRITE | XIWDV_QP_EX_WITH_EXTENSIONS;
 	static constexpr const char *qp_ex_ops_text =
 		"write, read, send, atomic write, XIWDV_QP_EX_WITH_EXTENSIONS";
+#endif
 };
 
 // ---- data, hashes ----------------------------------------------------------------
@@ -875,6 +883,29 @@ void pipeline_bad(client &cl, bool bad_sha)
 
 // ---- qp_ex -----------------------------------------------------------------------------
 
+// An RDMA Flush on an ibv_qp_ex: through the verbs' own ibv_wr_flush() when
+// built against rdma-core >= 45, else as an xiwdv extension work request.
+#ifdef XIW_HAVE_IBV_WR_FLUSH
+#define flush_verb "ibv_wr_flush"
+static_assert(IBV_WC_FLUSH == XIWDV_WC_FLUSH && IBV_FLUSH_GLOBAL == XIWDV_FLUSH_GLOBAL &&
+	      IBV_FLUSH_PERSISTENT == XIWDV_FLUSH_PERSISTENT && IBV_FLUSH_MR == XIWDV_FLUSH_MR);
+void post_flush(ibv_qp_ex *q, u32 rkey, u64 raddr, std::size_t len, unsigned type,
+		unsigned level)
+{
+	ibv_wr_flush(q, rkey, raddr, len, static_cast<std::uint8_t>(type),
+		     static_cast<std::uint8_t>(level));
+}
+#else
+#define flush_verb "xiwdv_wr_post_ext"
+void post_flush(ibv_qp_ex *q, u32 rkey, u64 raddr, std::size_t len, unsigned type,
+		unsigned level)
+{
+	xiwdv_wr_ext flush{};
+	xiwdv_ext_flush(&flush, rkey, raddr, len, type, level);
+	xiwdv_wr_post_ext(q, &flush);
+}
+#endif
+
 void qp_ex(client &cl)
 {
 	cl.require_xiw();
@@ -890,7 +921,7 @@ void qp_ex(client &cl)
 	const u64 rec = cl.raddr(region_file, qpx_rec_off);
 	const u32 lkey = cl.mr->lkey;
 	const u64 value = qpx_ptr_value; // ibv_wr_atomic_write reads 8 bytes here
-	xiwdv_wr_ext flush{}, vcrc{}, vsha{}, flush_mr{};
+	xiwdv_wr_ext vcrc{}, vsha{};
 	ibv_sge crc_sges[2] = {{cl.out_addr(0), crc_len, lkey}, {cl.exp_addr(0), crc_len, lkey}};
 
 	ibv_wr_start(q);
@@ -899,8 +930,7 @@ void qp_ex(client &cl)
 	ibv_wr_rdma_write(q, fcrc, rec);
 	ibv_wr_set_sge(q, lkey, cl.laddr(stage_off), rec_len);
 	q->wr_id = 1;
-	xiwdv_ext_flush(&flush, fcrc, rec, rec_len, XIWDV_FLUSH_PERSISTENT, XIWDV_FLUSH_RANGE);
-	xiwdv_wr_post_ext(q, &flush);
+	post_flush(q, fcrc, rec, rec_len, XIWDV_FLUSH_PERSISTENT, XIWDV_FLUSH_RANGE);
 	q->wr_id = 2;
 	xiwdv_ext_verify(&vcrc, fcrc, rec, rec_len);
 	xiwdv_wr_post_ext(q, &vcrc);
@@ -912,15 +942,13 @@ void qp_ex(client &cl)
 	q->wr_id = 4;
 	ibv_wr_atomic_write(q, fcrc, cl.raddr(region_file, qpx_ptr_off), &value);
 	q->wr_id = 5;
-	xiwdv_ext_flush(&flush_mr, fcrc, cl.raddr(region_file, 0), 0, XIWDV_FLUSH_GLOBAL,
-			XIWDV_FLUSH_MR);
-	xiwdv_wr_post_ext(q, &flush_mr);
+	post_flush(q, fcrc, cl.raddr(region_file, 0), 0, XIWDV_FLUSH_GLOBAL, XIWDV_FLUSH_MR);
 	cl.complete_qpx("[RDMA Write, Flush, Verify, Verify, Atomic Write, Flush]");
 
 	expect_wcs(cl, {
 			       {"ibv_wr_rdma_write of the record", IBV_WC_SUCCESS,
 				IBV_WC_RDMA_WRITE, -1},
-			       {"xiwdv_wr_post_ext RDMA Flush (persistent, range)", IBV_WC_SUCCESS,
+			       {flush_verb " RDMA Flush (persistent, range)", IBV_WC_SUCCESS,
 				XIWDV_WC_FLUSH, -1},
 			       {"xiwdv_wr_post_ext RDMA Verify (CRC32c, expected hash)",
 				IBV_WC_SUCCESS, XIWDV_WC_VERIFY, static_cast<int>(crc_len)},
@@ -928,13 +956,15 @@ void qp_ex(client &cl)
 				XIWDV_WC_VERIFY, static_cast<int>(sha_len)},
 			       {"ibv_wr_atomic_write of the pointer", IBV_WC_SUCCESS,
 				IBV_WC_ATOMIC_WRITE, -1},
-			       {"xiwdv_wr_post_ext RDMA Flush (global, whole region)",
-				IBV_WC_SUCCESS, XIWDV_WC_FLUSH, -1},
+			       {flush_verb " RDMA Flush (global, whole region)", IBV_WC_SUCCESS,
+				XIWDV_WC_FLUSH, -1},
 		       });
 	cl.check_out(0, r.crc, "RDMA Verify (CRC32c)");
 	cl.check_out(1, r.sha, "RDMA Verify (SHA-256)");
 	cl.check(region_file, qpx_rec_off, r.data.data(), rec_len, "the record");
 	cl.check64(region_file, qpx_ptr_off, qpx_ptr_value, "the pointer");
+	std::printf("commit: %s: both RDMA Flushes completed, posted with %s\n", g_case,
+		    flush_verb);
 }
 
 // ---- verify_hash -------------------------------------------------------------------------
