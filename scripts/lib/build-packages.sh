@@ -179,6 +179,10 @@ rpm_has xiw-dkms "/usr/src/xiw-$version/kernel/Kbuild"
 rpm_has xiw-dkms /etc/modprobe.d/xiw.conf
 rpm -qpR "$(rpm_of xiw)" | grep 'IBVERBS_PRIVATE_34' >/dev/null ||
 	fail "xiw.rpm does not require the IBVERBS_PRIVATE_34 interface"
+if ! rpm -qpR "$(rpm_of xiw)" | grep -qx "libibverbs(x86-64) >= $ibv_major" ||
+	! rpm -qpR "$(rpm_of xiw)" | grep -qx "libibverbs(x86-64) < $((ibv_major + 1))"; then
+	fail "xiw.rpm does not pin libibverbs $ibv_major"
+fi
 
 step "rpmlint (log: $out/rpmlint.log)"
 rpmlint_rc=0
