@@ -60,8 +60,8 @@ int xiw_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 	attr->atomic_cap = IB_ATOMIC_GLOB;
 	attr->masked_atomic_cap = IB_ATOMIC_GLOB;
 	/*
-	 * Neither verbs nor this kernel have capability bits for Flush,
-	 * Atomic Write and Verify; a software device has no hardware
+	 * Neither rdma-core 44 nor this kernel name capability bits for
+	 * Flush, Atomic Write and Verify; a software device has no hardware
 	 * revision, so that is where it reports its extensions (xiwdv.h).
 	 */
 	attr->hw_ver = XIW_CAP_ATOMICS | XIW_CAP_IMMEDIATE |
@@ -69,8 +69,14 @@ int xiw_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 		       XIW_CAP_ATOMIC_WRITE | XIW_CAP_VERIFY_CRC32C |
 		       XIW_CAP_VERIFY_SHA256;
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
-	/* Fast registration and (local, remote) invalidation. */
-	attr->device_cap_flags = IB_DEVICE_MEM_MGT_EXTENSIONS;
+	/*
+	 * Fast registration and (local, remote) invalidation; Flush and
+	 * Atomic Write by the bits Linux 6.2 gave them (xiw-abi.h).
+	 */
+	attr->device_cap_flags = IB_DEVICE_MEM_MGT_EXTENSIONS |
+				 XIW_UVERBS_DEVICE_FLUSH_GLOBAL |
+				 XIW_UVERBS_DEVICE_FLUSH_PERSISTENT |
+				 XIW_UVERBS_DEVICE_ATOMIC_WRITE;
 	return 0;
 }
 

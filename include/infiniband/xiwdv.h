@@ -91,6 +91,15 @@ enum {
 	XIWDV_CAP_VERIFY_SHA256 = 1 << 6,
 };
 
+/*
+ * ibv_query_device_ex() also reports Flush and Atomic Write the way rxe
+ * does on Linux >= 6.2: these bits of device_cap_flags_ex (the kernel's
+ * IB_UVERBS_DEVICE_FLUSH_GLOBAL, _FLUSH_PERSISTENT, _ATOMIC_WRITE).
+ */
+#define XIWDV_DEVICE_FLUSH_GLOBAL (1ULL << 38)
+#define XIWDV_DEVICE_FLUSH_PERSISTENT (1ULL << 39)
+#define XIWDV_DEVICE_ATOMIC_WRITE (1ULL << 40)
+
 static inline uint32_t xiwdv_query_caps(struct ibv_context *ctx)
 {
 	struct ibv_device_attr attr;

@@ -2,9 +2,11 @@
 // Verbs object life cycle on a real xiw device, through libibverbs and the
 // xiw provider: runs inside the guest (tests/guest/verbs_objects.sh).
 #include <infiniband/verbs.h>
+#include <infiniband/xiwdv.h>
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -95,6 +97,10 @@ TEST_F(XiwVerbs, DeviceIsAnIwarpRnic)
 	EXPECT_EQ(attr.orig_attr.atomic_cap, IBV_ATOMIC_GLOB);
 	// A Read Request names one sink buffer.
 	EXPECT_EQ(attr.orig_attr.max_sge_rd, 1);
+	// Flush and Atomic Write, by the bits Linux >= 6.2 gave them.
+	const std::uint64_t commit_caps = XIWDV_DEVICE_FLUSH_GLOBAL |
+					  XIWDV_DEVICE_FLUSH_PERSISTENT | XIWDV_DEVICE_ATOMIC_WRITE;
+	EXPECT_EQ(attr.device_cap_flags_ex & commit_caps, commit_caps);
 }
 
 TEST_F(XiwVerbs, PortIsActiveWithMacGid)

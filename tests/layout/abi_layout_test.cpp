@@ -301,6 +301,9 @@ TEST(WrOpcode, PlacementExtensions)
 
 // The capability bits of xiwdv.h are the kernel's (xiw-abi.h).
 static_assert(unsigned{XIWDV_CAP_ATOMICS} == unsigned{XIW_CAP_ATOMICS});
+static_assert(XIWDV_DEVICE_FLUSH_GLOBAL == XIW_UVERBS_DEVICE_FLUSH_GLOBAL);
+static_assert(XIWDV_DEVICE_FLUSH_PERSISTENT == XIW_UVERBS_DEVICE_FLUSH_PERSISTENT);
+static_assert(XIWDV_DEVICE_ATOMIC_WRITE == XIW_UVERBS_DEVICE_ATOMIC_WRITE);
 static_assert(unsigned{XIWDV_CAP_IMMEDIATE} == unsigned{XIW_CAP_IMMEDIATE});
 static_assert(unsigned{XIWDV_CAP_FLUSH_GLOBAL} == unsigned{XIW_CAP_FLUSH_GLOBAL});
 static_assert(unsigned{XIWDV_CAP_FLUSH_PERSISTENT} == unsigned{XIW_CAP_FLUSH_PERSISTENT});

@@ -253,6 +253,17 @@ enum xiw_device_caps {
 	XIW_CAP_VERIFY_SHA256 = 1 << 6,
 };
 
+/*
+ * ib_device_attr.device_cap_flags bits that Linux 6.2 named in this uapi
+ * (IB_UVERBS_DEVICE_FLUSH_GLOBAL, _FLUSH_PERSISTENT, _ATOMIC_WRITE of
+ * <rdma/ib_user_verbs.h>).  6.1 has no names for them but passes the
+ * field to user space whole, as ibv_device_attr_ex.device_cap_flags_ex,
+ * so xiw sets them: code written for rxe on newer kernels finds them.
+ */
+#define XIW_UVERBS_DEVICE_FLUSH_GLOBAL (1ULL << 38)
+#define XIW_UVERBS_DEVICE_FLUSH_PERSISTENT (1ULL << 39)
+#define XIW_UVERBS_DEVICE_ATOMIC_WRITE (1ULL << 40)
+
 struct xiw_uresp_reg_mr {
 	__u32 stag;
 	__u32 reserved;
