@@ -7,8 +7,8 @@
 # /sys/module/xiw/parameters/mpa_markers has 1 (connecting) or 2
 # (accepting).  Between two xiw hosts, host a connecting: byte-checked
 # Send/Recv, RDMA Write and Read of 0 B .. 4 MiB with markers b->a only
-# (1), a->b only (2) and both ways (3), CRC on and off, and rping with
-# markers both ways.  Then a fake peer on a plain TCP socket
+# (1), a->b only (2) and both ways (3), CRC on and off, both ways with MPA
+# revision 1 (no RTR), and rping with markers both ways.  Then a fake peer on a plain TCP socket
 # (xiw_wire_inject), which inserts, checks and strips markers by its own
 # stream positions, against xiw1: two RDMA Writes (markers in a payload,
 # in a DDP header, between a pad and the CRC), a Send and an RDMA Read of
@@ -53,6 +53,14 @@ for m in 1 2 3; do
 	done
 done
 set_param xiw mpa_crc 1
+# MPA revision 1: no RFC 6581 RTR, so the first FPDU is a ULP's own.
+set_param xiw mpa_rev 1
+echo "== markers 3, MPA revision 1"
+dp_run b a "$XIW_ADDR_B" || { echo "FAIL: data path with markers 3, MPA revision 1"; exit 1; }
+expect_markers "${initiator[3]}" "${responder[3]}"
+[ "$(dmesg | grep 'MPA rev' | tail -2 | grep -c 'MPA rev 1 ')" = 2 ] ||
+	{ echo "FAIL: the connection did not use MPA revision 1"; exit 1; }
+set_param xiw mpa_rev 2
 
 echo "== rping, markers 3"
 set_param xiw mpa_markers 3
