@@ -213,8 +213,7 @@ struct xiw_qp_tx {
 	u8 *fpdu;			/* being framed, in buf */
 	u32 fpdu_attached;		/* its payload bytes not in buf */
 	u32 crc;			/* its running CRC32c */
-	bool fpdu_fresh;		/* none of it in vec yet */
-	u32 fpdu_pos;			/* else: stream position of its header */
+	u32 fpdu_pos;			/* stream position of its header */
 	/*
 	 * Octets of Full Operation Phase that went to TCP before vec's
 	 * first, markers included: where markers go (RFC 5044 §4.3), if

@@ -104,8 +104,9 @@ static void xiw_tx_marker_due(struct xiw_qp *qp)
 	if (xiw_mpa_marker_gap(pos))
 		return;
 	m = &tx->markers[tx->nmarkers++];
-	/* Before the FPDU's first octet: it precedes the header. */
-	xiw_mpa_marker_set(m, pos, tx->fpdu_fresh ? pos : tx->fpdu_pos);
+	/* The one right before the FPDU's header points nowhere (0). */
+	xiw_mpa_marker_set(m, pos, pos + XIW_MPA_MARKER_LEN == tx->fpdu_pos ?
+				   pos : tx->fpdu_pos);
 	if (qp->conn.crc)
 		tx->crc = crc32c(tx->crc, m, sizeof(*m));
 	xiw_tx_add_vec(tx, virt_to_page(m), offset_in_page(m), sizeof(*m));
@@ -127,10 +128,6 @@ static void xiw_tx_emit(struct xiw_qp *qp, struct page *page, u32 off,
 		if (qp->conn.markers_tx) {
 			xiw_tx_marker_due(qp);
 			n = min(n, xiw_mpa_marker_gap(xiw_tx_stream_pos(tx)));
-		}
-		if (tx->fpdu_fresh) {
-			tx->fpdu_pos = xiw_tx_stream_pos(tx);
-			tx->fpdu_fresh = false;
 		}
 		if (va && qp->conn.crc) {
 			tx->crc = crc32c(tx->crc, va, n);
@@ -205,7 +202,10 @@ static void *xiw_tx_frame_begin(struct xiw_qp *qp, u32 hdr_size, u32 copied,
 		return NULL;
 	tx->fpdu = tx->buf + tx->buf_len;
 	tx->fpdu_attached = 0;
-	tx->fpdu_fresh = true;
+	/* Its header goes behind the marker due where it begins, if any. */
+	tx->fpdu_pos = xiw_tx_stream_pos(tx);
+	if (qp->conn.markers_tx && !xiw_mpa_marker_gap(tx->fpdu_pos))
+		tx->fpdu_pos += XIW_MPA_MARKER_LEN;
 	tx->crc = ~0U;
 	return tx->fpdu;
 }

@@ -18,13 +18,13 @@
 set -euo pipefail
 # shellcheck source=datapath_lib.bash
 source "$(dirname "$0")/datapath_lib.bash"
+# shellcheck source=cm_lib.bash
+source "$(dirname "$0")/cm_lib.bash"
 
 inject=${XIW_BUILD_DIR:?}/tests/guest/xiw_wire_inject
 port=8200
 
-# xiw logs what each connection negotiated through dynamic debug.
-mount -t debugfs none /sys/kernel/debug 2>/dev/null || true
-echo 'module xiw +p' >/sys/kernel/debug/dynamic_debug/control
+cm_log_negotiation
 
 # expect_markers INITIATOR RESPONDER: the last connection's two ends
 # negotiated markers "tx T rx R" as given, e.g. "tx 0 rx 1".
