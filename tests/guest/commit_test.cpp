@@ -190,6 +190,34 @@ struct ctrl_msg {
 	char text[160];
 };
 
+// An RDMA Flush on an ibv_qp_ex: through the verbs' own ibv_wr_flush() when
+// built against rdma-core >= 45 (the QP created with IBV_QP_EX_WITH_FLUSH),
+// else as an xiwdv extension work request.
+#ifdef XIW_HAVE_IBV_WR_FLUSH
+#define flush_verb "ibv_wr_flush"
+#define flush_send_op_text ", flush"
+constexpr std::uint64_t flush_send_op = IBV_QP_EX_WITH_FLUSH;
+static_assert(IBV_WC_FLUSH == XIWDV_WC_FLUSH && IBV_FLUSH_GLOBAL == XIWDV_FLUSH_GLOBAL &&
+	      IBV_FLUSH_PERSISTENT == XIWDV_FLUSH_PERSISTENT && IBV_FLUSH_MR == XIWDV_FLUSH_MR);
+void post_flush(ibv_qp_ex *q, u32 rkey, u64 raddr, std::size_t len, unsigned type,
+		unsigned level)
+{
+	ibv_wr_flush(q, rkey, raddr, len, static_cast<std::uint8_t>(type),
+		     static_cast<std::uint8_t>(level));
+}
+#else
+#define flush_verb "xiwdv_wr_post_ext"
+#define flush_send_op_text ""
+constexpr std::uint64_t flush_send_op = 0;
+void post_flush(ibv_qp_ex *q, u32 rkey, u64 raddr, std::size_t len, unsigned type,
+		unsigned level)
+{
+	xiwdv_wr_ext flush{};
+	xiwdv_ext_flush(&flush, rkey, raddr, len, type, level);
+	xiwdv_wr_post_ext(q, &flush);
+}
+#endif
+
 // ---- what ext_framework.h needs to know ------------------------------------------
 
 struct traits {
@@ -234,19 +262,11 @@ struct traits {
 	static constexpr u32 client_send_depth = 64;
 	static constexpr u32 client_send_sge = 2; // Verify: the result and the expected hash
 	static constexpr test_case qp_ex_case = test_case::qp_ex;
-#ifdef XIW_HAVE_IBV_WR_FLUSH
 	static constexpr std::uint64_t qp_ex_ops =
 		IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_SEND |
-		IBV_QP_EX_WITH_ATOMIC_WRITE | IBV_QP_EX_WITH_FLUSH | XIWDV_QP_EX_WITH_EXTENSIONS;
+		IBV_QP_EX_WITH_ATOMIC_WRITE | flush_send_op | XIWDV_QP_EX_WITH_EXTENSIONS;
 	static constexpr const char *qp_ex_ops_text =
-		"write, read, send, atomic write, flush, XIWDV_QP_EX_WITH_EXTENSIONS";
-#else
-	static constexpr std::uint64_t qp_ex_ops =
-		IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_SEND |
-		IBV_QP_EX_WITH_ATOMIC_WRITE | XIWDV_QP_EX_WITH_EXTENSIONS;
-	static constexpr const char *qp_ex_ops_text =
-		"write, read, send, atomic write, XIWDV_QP_EX_WITH_EXTENSIONS";
-#endif
+		"write, read, send, atomic write" flush_send_op_text ", XIWDV_QP_EX_WITH_EXTENSIONS";
 };
 
 // ---- data, hashes ----------------------------------------------------------------
@@ -882,29 +902,6 @@ void pipeline_bad(client &cl, bool bad_sha)
 }
 
 // ---- qp_ex -----------------------------------------------------------------------------
-
-// An RDMA Flush on an ibv_qp_ex: through the verbs' own ibv_wr_flush() when
-// built against rdma-core >= 45, else as an xiwdv extension work request.
-#ifdef XIW_HAVE_IBV_WR_FLUSH
-#define flush_verb "ibv_wr_flush"
-static_assert(IBV_WC_FLUSH == XIWDV_WC_FLUSH && IBV_FLUSH_GLOBAL == XIWDV_FLUSH_GLOBAL &&
-	      IBV_FLUSH_PERSISTENT == XIWDV_FLUSH_PERSISTENT && IBV_FLUSH_MR == XIWDV_FLUSH_MR);
-void post_flush(ibv_qp_ex *q, u32 rkey, u64 raddr, std::size_t len, unsigned type,
-		unsigned level)
-{
-	ibv_wr_flush(q, rkey, raddr, len, static_cast<std::uint8_t>(type),
-		     static_cast<std::uint8_t>(level));
-}
-#else
-#define flush_verb "xiwdv_wr_post_ext"
-void post_flush(ibv_qp_ex *q, u32 rkey, u64 raddr, std::size_t len, unsigned type,
-		unsigned level)
-{
-	xiwdv_wr_ext flush{};
-	xiwdv_ext_flush(&flush, rkey, raddr, len, type, level);
-	xiwdv_wr_post_ext(q, &flush);
-}
-#endif
 
 void qp_ex(client &cl)
 {
