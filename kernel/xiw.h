@@ -129,6 +129,11 @@ struct xiw_wqe {
 	u32 bytes;			/* payload length */
 	u8 status;			/* enum xiw_wc_status */
 	bool done;
+	/*
+	 * An SGE names a fast registration, whose pages its consumer gets
+	 * back at invalidation: they are copied, never handed to TCP.
+	 */
+	bool copy_only;
 };
 
 /*
@@ -155,6 +160,7 @@ struct xiw_orq_entry {
 struct xiw_irq_entry {
 	u8 opcode;			/* of the request */
 	struct xiw_mr *mr;		/* the target, NULL for none */
+	u32 stag;			/* that named it, checked again */
 	u64 to;				/* target (Read: source) address */
 	u32 len;			/* target length */
 	u32 sent;			/* Read Response bytes framed */
@@ -285,6 +291,12 @@ struct xiw_qp {
 	refcount_t iw_refs;		/* references taken by iw_cm */
 	/* The TCP connection, between xiw_qp_llp_bind() and _unbind(). */
 	struct xiw_cep *cep;
+	/*
+	 * Before that, the active endpoint connecting it, which clears this
+	 * under state_lock before it lets go of the QP; destroy_qp fails it.
+	 */
+	struct xiw_cep *connecting;
+	bool destroying;		/* no connection binds it any more */
 	struct socket *sock;
 	void (*saved_data_ready)(struct sock *sk);
 	void (*saved_write_space)(struct sock *sk);
@@ -310,8 +322,20 @@ struct xiw_mr {
 	bool pmem;			/* flush to persistence: device DAX */
 	loff_t file_offset;		/* of iova in it */
 	struct crypto_shash *verify_tfm;	/* Verify: the hash chosen */
-	refcount_t refs;		/* the table's plus the data path's */
-	struct completion released;
+	/*
+	 * The table's plus the data path's.  Deregistration drops the
+	 * table's and returns; whoever drops the last frees the MR (in
+	 * free_work: releasing the pinned pages may sleep).
+	 */
+	refcount_t refs;
+	struct work_struct free_work;
+	/*
+	 * Fast registrations: the data path's accesses to the pages (read)
+	 * against invalidation (write), after which the consumer may free
+	 * them.  Other registrations' pages stay pinned until the MR is
+	 * freed.
+	 */
+	rwlock_t use_lock;
 	struct rcu_head rcu;
 	/*
 	 * Fast registration (kernel consumers): max_pages entries of pages
@@ -483,11 +507,12 @@ int xiw_mr_walk_pages(struct xiw_mr *mr, u64 addr, size_t len,
 		      int (*fn)(struct page *page, size_t offset, size_t n,
 				void *arg),
 		      void *arg);
-void xiw_mr_copy_from(struct xiw_mr *mr, u64 addr, void *dst, size_t len);
-void xiw_mr_copy_to(struct xiw_mr *mr, u64 addr, const void *src, size_t len);
-u64 xiw_mr_atomic(struct xiw_mr *mr, u64 addr, unsigned int aopcode,
-		  const struct xiw_rdmap_atomic_req *req);
-void xiw_mr_store64(struct xiw_mr *mr, u64 addr, u64 value);
+bool xiw_mr_named(struct xiw_mr *mr, u32 stag);
+int xiw_mr_copy_from(struct xiw_mr *mr, u64 addr, void *dst, size_t len);
+int xiw_mr_copy_to(struct xiw_mr *mr, u64 addr, const void *src, size_t len);
+int xiw_mr_atomic(struct xiw_mr *mr, u64 addr, unsigned int aopcode,
+		  const struct xiw_rdmap_atomic_req *req, u64 *orig);
+int xiw_mr_store64(struct xiw_mr *mr, u64 addr, u64 value);
 int xiw_mr_flush(struct xiw_mr *mr, u64 addr, u64 len, u32 flags);
 int xiw_mr_hash(struct xiw_mr *mr, u64 addr, u32 len, u8 *out);
 struct xiw_mr *xiw_mr_get_region(struct xiw_device *xdev, struct ib_pd *pd,

@@ -47,6 +47,16 @@ static uint mpa_timeout = 10;
 module_param(mpa_timeout, uint, 0644);
 MODULE_PARM_DESC(mpa_timeout, "Seconds for TCP connect + MPA exchange, and for the RTR (default 10)");
 
+/*
+ * Like TCP's accept backlog, for the MPA exchange: connections a listener
+ * has accepted that have not completed their Request yet.  Beyond this
+ * it accepts no more until one completes or times out; the rest wait in
+ * TCP's accept queue, itself bounded by the listen backlog.
+ */
+static uint mpa_backlog = 128;
+module_param(mpa_backlog, uint, 0644);
+MODULE_PARM_DESC(mpa_backlog, "Connections per listener still in the MPA exchange (default 128)");
+
 /* The RDMAP opcodes an RTR can have (RFC 6581 §5.2, RFC 5040 §4.3). */
 #define XIW_RTR_OP_WRITE 0x0
 #define XIW_RTR_OP_READ 0x1
@@ -99,6 +109,7 @@ struct xiw_cep {
 
 	/* listener: its children reading their Request; child: entry */
 	struct list_head children;
+	unsigned int nchildren;
 	struct list_head entry;
 	struct xiw_cep *listener;	/* child, while on listener->children */
 
@@ -270,6 +281,12 @@ static void xiw_cep_release_sock(struct xiw_cep *cep, bool abortive)
 	if (qp && cep->bound)
 		xiw_qp_llp_unbind(qp);
 	cep->bound = false;
+	if (qp) {
+		mutex_lock(&qp->state_lock);
+		if (qp->connecting == cep)
+			qp->connecting = NULL;
+		mutex_unlock(&qp->state_lock);
+	}
 
 	if (sock) {
 		sk = sock->sk;
@@ -757,7 +774,16 @@ int xiw_connect(struct iw_cm_id *id, struct iw_cm_conn_param *param)
 	cep->state = XIW_CEP_CONNECTING;
 	xiw_cep_arm_timer(cep);
 
-	rc = kernel_connect(sock, (struct sockaddr *)&raddr, alen, O_NONBLOCK);
+	/* A QP being destroyed is not connected; else it can fail us. */
+	mutex_lock(&cep->qp->state_lock);
+	if (cep->qp->destroying || cep->qp->connecting || cep->qp->cep)
+		rc = -EINVAL;
+	else
+		cep->qp->connecting = cep;
+	mutex_unlock(&cep->qp->state_lock);
+	if (!rc)
+		rc = kernel_connect(sock, (struct sockaddr *)&raddr, alen,
+				    O_NONBLOCK);
 	if (rc == 0 || rc == -EINPROGRESS) {
 		/* Covers a connect that completed before we looked. */
 		xiw_cep_queue(cep, XIW_EV_STATE);
@@ -787,6 +813,10 @@ static void xiw_child_unlink(struct xiw_cep *cep)
 		return;
 	mutex_lock_nested(&l->mutex, SINGLE_DEPTH_NESTING);
 	list_del_init(&cep->entry);
+	/* Room for one more: accept what may have waited for it. */
+	l->nchildren--;
+	if (l->state == XIW_CEP_LISTEN)
+		xiw_cep_queue(l, XIW_EV_ACCEPT);
 	mutex_unlock(&l->mutex);
 	cep->listener = NULL;
 	xiw_cep_put(l);
@@ -881,7 +911,8 @@ static void xiw_listener_accept(struct xiw_cep *l)
 	struct xiw_cep *cep;
 	int rc;
 
-	while (l->state == XIW_CEP_LISTEN) {
+	while (l->state == XIW_CEP_LISTEN &&
+	       l->nchildren < max_t(uint, mpa_backlog, 1)) {
 		rc = kernel_accept(l->sock, &nsock, O_NONBLOCK);
 		if (rc)
 			break;
@@ -901,6 +932,7 @@ static void xiw_listener_accept(struct xiw_cep *l)
 		xiw_cep_get(l);
 		cep->listener = l;
 		list_add_tail(&cep->entry, &l->children);
+		l->nchildren++;
 		xiw_cep_arm_timer(cep);
 		xiw_cep_attach_sock(cep, nsock, l);
 		/* The Request, or a FIN, may have come before our callbacks. */
@@ -1342,6 +1374,10 @@ static void xiw_cep_work(struct work_struct *work)
 	if (ev & (BIT(XIW_EV_ABORT) | BIT(XIW_EV_CLOSE)) &&
 	    xiw_cep_connected(cep))
 		xiw_conn_close(cep, ev & BIT(XIW_EV_ABORT), false, 0);
+	/* The QP is being destroyed while it connects. */
+	if (ev & BIT(XIW_EV_ABORT) && (cep->state == XIW_CEP_CONNECTING ||
+				       cep->state == XIW_CEP_AWAIT_REPLY))
+		xiw_active_fail(cep, -ECONNABORTED, NULL, 0);
 
 	if (ev & BIT(XIW_EV_ACCEPT) && cep->state == XIW_CEP_LISTEN)
 		xiw_listener_accept(cep);

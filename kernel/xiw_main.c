@@ -35,6 +35,8 @@ static void xiw_dealloc_driver(struct ib_device *ibdev)
 	list_del_init(&xdev->devices_entry);
 	mutex_unlock(&xiw_devices_lock);
 
+	/* MRs freed by their last data path user release pages through us. */
+	flush_workqueue(xiw_wq);
 	WARN_ON(!xa_empty(&xdev->qp_xa));
 	WARN_ON(!xa_empty(&xdev->mr_xa));
 	xa_destroy(&xdev->qp_xa);

@@ -5,8 +5,10 @@
  * key that changes each time, so that a stale STag does not match.
  *
  * The data path reaches user memory through the pinned pages of the
- * registration; it holds a reference on the MR while it does, and
- * deregistration waits for those references to go.
+ * registration; it holds a reference on the MR while it does.
+ * Deregistration never waits for the data path, which a peer could make
+ * last forever: it invalidates the STag, so that every later access
+ * fails, and the last reference frees the MR.
  */
 #include <linux/atomic.h>
 #include <linux/crc32c.h>
@@ -35,7 +37,7 @@ static int xiw_mr_insert(struct xiw_device *xdev, struct xiw_mr *mr)
 		return -ENOMEM;
 	}
 	refcount_set(&mr->refs, 1);
-	init_completion(&mr->released);
+	rwlock_init(&mr->use_lock);
 	mr->stag_valid = !mr->fast_reg;
 	err = xa_alloc_cyclic(&xdev->mr_xa, &index, mr,
 			      XA_LIMIT(1, XIW_STAG_INDEX_MAX),
@@ -50,15 +52,6 @@ static int xiw_mr_insert(struct xiw_device *xdev, struct xiw_mr *mr)
 	return 0;
 }
 
-/* Takes the MR out of the table and waits until the data path let go. */
-static void xiw_mr_remove(struct xiw_device *xdev, struct xiw_mr *mr)
-{
-	xa_erase(&xdev->mr_xa, mr->ibmr.lkey >> 8);
-	xiw_mr_put(mr);
-	wait_for_completion(&mr->released);
-	atomic_dec(&xdev->num_mr);
-}
-
 static void xiw_mr_put_ext_access(struct xiw_mr *mr)
 {
 	if (mr->file)
@@ -71,10 +64,33 @@ static void xiw_mr_put_ext_access(struct xiw_mr *mr)
 
 static void xiw_mr_free(struct xiw_mr *mr)
 {
+	if (mr->umem)
+		ib_umem_release(mr->umem);
 	xiw_mr_put_ext_access(mr);
 	kvfree(mr->pages);
 	/* A lookup may still be looking at it under RCU (xiw_mr_get). */
 	kfree_rcu(mr, rcu);
+}
+
+static void xiw_mr_free_work(struct work_struct *work)
+{
+	xiw_mr_free(container_of(work, struct xiw_mr, free_work));
+}
+
+/*
+ * Takes the MR out of the table and invalidates it: the data path's
+ * accesses fail from now on, and fast registrations' pages are not
+ * touched once this returns.  The last reference frees it; the device
+ * flushes xiw_wq before it goes (xiw_dealloc_driver()).
+ */
+static void xiw_mr_remove(struct xiw_device *xdev, struct xiw_mr *mr)
+{
+	xa_erase(&xdev->mr_xa, mr->ibmr.lkey >> 8);
+	write_lock_bh(&mr->use_lock);
+	WRITE_ONCE(mr->stag_valid, false);
+	write_unlock_bh(&mr->use_lock);
+	atomic_dec(&xdev->num_mr);
+	xiw_mr_put(mr);
 }
 
 /*
@@ -128,8 +144,24 @@ struct xiw_mr *xiw_mr_get(struct xiw_device *xdev, struct ib_pd *pd, u32 stag,
 
 void xiw_mr_put(struct xiw_mr *mr)
 {
-	if (refcount_dec_and_test(&mr->refs))
-		complete(&mr->released);
+	/* Any context: the receive path lets go in softirq. */
+	if (refcount_dec_and_test(&mr->refs)) {
+		INIT_WORK(&mr->free_work, xiw_mr_free_work);
+		queue_work(xiw_wq, &mr->free_work);
+	}
+}
+
+/*
+ * Whether @mr is still the registration that @stag named when the data
+ * path looked it up: a request waiting behind others must not use one
+ * that was invalidated or deregistered meanwhile.  Fast registrations
+ * cannot be registered again while the data path holds them.
+ */
+bool xiw_mr_named(struct xiw_mr *mr, u32 stag)
+{
+	/* Pairs with the release in xiw_mr_fast_register(). */
+	return smp_load_acquire(&mr->stag_valid) &&
+	       READ_ONCE(mr->ibmr.rkey) == stag;
 }
 
 /* A reference for the data path, on top of one it holds already. */
@@ -183,19 +215,37 @@ static int xiw_piece_map(struct page *page, size_t offset, size_t n,
 	return err;
 }
 
+static int xiw_mr_walk_mapped(struct xiw_mr *mr, u64 addr, size_t len,
+			      int (*fn)(void *kaddr, size_t n, void *arg),
+			      void *arg)
+{
+	struct xiw_mapped_walk walk = { .fn = fn, .arg = arg };
+
+	if (!READ_ONCE(mr->stag_valid))
+		return -EFAULT;
+	if (!mr->pages)
+		return fn((void *)(uintptr_t)addr, len, arg);
+	return xiw_mr_walk_pages(mr, addr, len, xiw_piece_map, &walk);
+}
+
 /*
  * Calls @fn for each page-bounded piece of [addr, addr + len) of @mr with
  * the piece mapped, until @fn fails; a kernel registration's range in one
- * piece.  The range was checked by xiw_mr_get().
+ * piece.  The range was checked by xiw_mr_get().  -EFAULT if the MR was
+ * invalidated or deregistered since: a fast registration's pages go back
+ * to their kernel consumer then, so they are walked under its use_lock.
  */
 static int xiw_mr_walk(struct xiw_mr *mr, u64 addr, size_t len,
 		       int (*fn)(void *kaddr, size_t n, void *arg), void *arg)
 {
-	struct xiw_mapped_walk walk = { .fn = fn, .arg = arg };
+	int err;
 
-	if (!mr->pages)
-		return fn((void *)(uintptr_t)addr, len, arg);
-	return xiw_mr_walk_pages(mr, addr, len, xiw_piece_map, &walk);
+	if (!mr->fast_reg)
+		return xiw_mr_walk_mapped(mr, addr, len, fn, arg);
+	read_lock_bh(&mr->use_lock);
+	err = xiw_mr_walk_mapped(mr, addr, len, fn, arg);
+	read_unlock_bh(&mr->use_lock);
+	return err;
 }
 
 static int xiw_piece_copy_from(void *kaddr, size_t n, void *arg)
@@ -207,9 +257,9 @@ static int xiw_piece_copy_from(void *kaddr, size_t n, void *arg)
 	return 0;
 }
 
-void xiw_mr_copy_from(struct xiw_mr *mr, u64 addr, void *dst, size_t len)
+int xiw_mr_copy_from(struct xiw_mr *mr, u64 addr, void *dst, size_t len)
 {
-	xiw_mr_walk(mr, addr, len, xiw_piece_copy_from, &dst);
+	return xiw_mr_walk(mr, addr, len, xiw_piece_copy_from, &dst);
 }
 
 static int xiw_piece_copy_to(void *kaddr, size_t n, void *arg)
@@ -221,9 +271,9 @@ static int xiw_piece_copy_to(void *kaddr, size_t n, void *arg)
 	return 0;
 }
 
-void xiw_mr_copy_to(struct xiw_mr *mr, u64 addr, const void *src, size_t len)
+int xiw_mr_copy_to(struct xiw_mr *mr, u64 addr, const void *src, size_t len)
 {
-	xiw_mr_walk(mr, addr, len, xiw_piece_copy_to, &src);
+	return xiw_mr_walk(mr, addr, len, xiw_piece_copy_to, &src);
 }
 
 struct xiw_atomic_exec {
@@ -267,15 +317,16 @@ static int xiw_piece_atomic(void *kaddr, size_t n, void *arg)
 
 /*
  * Executes the Atomic Request @req on the 8-byte aligned word at @addr of
- * @mr, checked by xiw_mr_get(), and returns the original value.
+ * @mr, checked by xiw_mr_get(), and returns the original value in @orig.
  */
-u64 xiw_mr_atomic(struct xiw_mr *mr, u64 addr, unsigned int aopcode,
-		  const struct xiw_rdmap_atomic_req *req)
+int xiw_mr_atomic(struct xiw_mr *mr, u64 addr, unsigned int aopcode,
+		  const struct xiw_rdmap_atomic_req *req, u64 *orig)
 {
 	struct xiw_atomic_exec x = { .aopcode = aopcode, .req = req };
+	int err = xiw_mr_walk(mr, addr, sizeof(u64), xiw_piece_atomic, &x);
 
-	xiw_mr_walk(mr, addr, sizeof(u64), xiw_piece_atomic, &x);
-	return x.orig;
+	*orig = x.orig;
+	return err;
 }
 
 static int xiw_piece_store64(void *kaddr, size_t n, void *arg)
@@ -286,14 +337,19 @@ static int xiw_piece_store64(void *kaddr, size_t n, void *arg)
 }
 
 /* Atomic Write of @value to the 8-byte aligned word at @addr of @mr. */
-void xiw_mr_store64(struct xiw_mr *mr, u64 addr, u64 value)
+int xiw_mr_store64(struct xiw_mr *mr, u64 addr, u64 value)
 {
-	xiw_mr_walk(mr, addr, sizeof(value), xiw_piece_store64, &value);
+	return xiw_mr_walk(mr, addr, sizeof(value), xiw_piece_store64, &value);
 }
 
+/*
+ * Flush and Verify walk up to 4 GiB a peer names, in the transmit path's
+ * process context: they yield page by page.
+ */
 static int xiw_piece_wb_pmem(void *kaddr, size_t n, void *arg)
 {
 	arch_wb_cache_pmem(kaddr, n);
+	cond_resched();
 	return 0;
 }
 
@@ -305,6 +361,7 @@ static int xiw_piece_wb_pmem(void *kaddr, size_t n, void *arg)
 int xiw_mr_flush(struct xiw_mr *mr, u64 addr, u64 len, u32 flags)
 {
 	u64 first, last;
+	int err;
 
 	/*
 	 * Placement is done by CPU stores: once they are ordered before
@@ -321,10 +378,10 @@ int xiw_mr_flush(struct xiw_mr *mr, u64 addr, u64 len, u32 flags)
 		return 0;
 	if (mr->pmem) {
 		/* Persistent memory: write the CPU caches of the range back. */
-		xiw_mr_walk(mr, addr, len, xiw_piece_wb_pmem, NULL);
+		err = xiw_mr_walk(mr, addr, len, xiw_piece_wb_pmem, NULL);
 		/* The write-backs are done before the response goes out. */
 		wmb();
-		return 0;
+		return err;
 	}
 	/*
 	 * The placement wrote into the file's pages through kernel
@@ -333,15 +390,20 @@ int xiw_mr_flush(struct xiw_mr *mr, u64 addr, u64 len, u32 flags)
 	 */
 	first = (addr - mr->iova + mr->first_page_offset) >> PAGE_SHIFT;
 	last = (addr - mr->iova + mr->first_page_offset + len - 1) >> PAGE_SHIFT;
-	for (; first <= last; first++)
+	for (; first <= last; first++) {
 		set_page_dirty_lock(mr->pages[first]);
+		cond_resched();
+	}
 	return vfs_fsync_range(mr->file, mr->file_offset + (addr - mr->iova),
 			       mr->file_offset + (addr - mr->iova) + len - 1, 1);
 }
 
 static int xiw_piece_hash(void *kaddr, size_t n, void *arg)
 {
-	return crypto_shash_update(arg, kaddr, n);
+	int err = crypto_shash_update(arg, kaddr, n);
+
+	cond_resched();
+	return err;
 }
 
 /*
@@ -553,8 +615,6 @@ struct ib_mr *xiw_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 
 err_remove:
 	xiw_mr_remove(xdev, mr);
-	ib_umem_release(mr->umem);
-	xiw_mr_free(mr);
 	return ERR_PTR(err);
 err_release:
 	xiw_mr_put_ext_access(mr);
@@ -566,11 +626,7 @@ err_release:
 
 int xiw_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
-	struct xiw_mr *mr = to_xiw_mr(ibmr);
-
-	xiw_mr_remove(to_xiw_dev(ibmr->device), mr);
-	ib_umem_release(mr->umem);
-	xiw_mr_free(mr);
+	xiw_mr_remove(to_xiw_dev(ibmr->device), to_xiw_mr(ibmr));
 	return 0;
 }
 
@@ -626,6 +682,9 @@ int xiw_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 
 	if (ibmr->page_size != PAGE_SIZE)
 		return -EINVAL;
+	/* The data path may still hold the pages of the last registration. */
+	if (READ_ONCE(mr->stag_valid) || refcount_read(&mr->refs) > 1)
+		return -EBUSY;
 	mr->npages = 0;
 	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, xiw_mr_set_page);
 }
@@ -644,8 +703,11 @@ u8 xiw_mr_fast_register(struct ib_pd *pd, struct ib_mr *ibmr, u32 key,
 
 	if (!mr->fast_reg || ibmr->pd != pd)
 		return XIW_WC_LOC_PROT_ERR;
-	/* A valid STag must be invalidated before it is registered again. */
-	if (mr->stag_valid ||
+	/*
+	 * A valid STag must be invalidated before it is registered again,
+	 * and the data path must have let go of the last registration.
+	 */
+	if (mr->stag_valid || refcount_read(&mr->refs) > 1 ||
 	    offset + ibmr->length > (u64)mr->npages * PAGE_SIZE)
 		return XIW_WC_LOC_QP_OP_ERR;
 	mr->iova = ibmr->iova;
@@ -674,8 +736,12 @@ enum xiw_access_error xiw_mr_invalidate(struct xiw_device *xdev,
 		return why;
 	/* Only fast registrations can be invalidated. */
 	why = mr->fast_reg ? XIW_ACCESS_OK : XIW_ACCESS_INVALID_STAG;
-	if (mr->fast_reg)
+	if (mr->fast_reg) {
+		/* No access of the data path is under way after this. */
+		write_lock_bh(&mr->use_lock);
 		WRITE_ONCE(mr->stag_valid, false);
+		write_unlock_bh(&mr->use_lock);
+	}
 	xiw_mr_put(mr);
 	return why;
 }

@@ -116,12 +116,17 @@ int xiw_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 
 	xa_erase(&xdev->qp_xa, ibqp->qp_num);
 	mutex_lock(&qp->state_lock);
+	qp->destroying = true;
 	if (qp->cep)
 		xiw_cm_qp_close(qp->cep, true);
+	/* Not waiting for a peer's MPA Reply: the connect fails now. */
+	if (qp->connecting)
+		xiw_cm_qp_close(qp->connecting, true);
 	mutex_unlock(&qp->state_lock);
 	/*
 	 * The core frees the QP on return: iw_cm and the connection must be
-	 * done with it, which the close above makes happen.
+	 * done with it, which the closes above make happen without waiting
+	 * for the peer.
 	 */
 	xiw_qp_put_ref(ibqp);
 	wait_for_completion(&qp->iw_released);
@@ -318,10 +323,12 @@ int xiw_qp_llp_bind(struct xiw_qp *qp, struct xiw_cep *cep,
 	int err = 0;
 
 	mutex_lock(&qp->state_lock);
-	if (qp->cep || (qp->state != IB_QPS_INIT && qp->state != IB_QPS_RTR)) {
+	if (qp->cep || qp->destroying ||
+	    (qp->state != IB_QPS_INIT && qp->state != IB_QPS_RTR)) {
 		err = -EINVAL;
 		goto out;
 	}
+	qp->connecting = NULL;
 	spin_lock_bh(&qp->lock);
 	qp->cep = cep;
 	qp->sock = sock;

@@ -162,6 +162,14 @@ static void xiw_rq_flush_locked(struct xiw_qp *qp)
 	if (qp->rq.num)
 		/* see above */
 		smp_store_mb(xiw_rq_ctrl(qp)->notify, 1);
+	/*
+	 * A segment left half received holds its target: let go now, not
+	 * when the QP is destroyed (a peer could otherwise hold it forever).
+	 */
+	if (rx->tagged_mr) {
+		xiw_mr_put(rx->tagged_mr);
+		rx->tagged_mr = NULL;
+	}
 	if (rx->rqe_valid)
 		xiw_rq_complete(qp, 0, XIW_WC_WR_FLUSH_ERR, true);
 	/* An SRQ's receives stay for its other QPs. */
@@ -238,6 +246,44 @@ static void xiw_rx_rtr_seen(struct xiw_qp *qp, u8 opcode)
 	}
 }
 
+/*
+ * Whether the QP itself lets the peer do what needs the remote @access
+ * rights, besides the STag's (RFC 5040 §2.1, IBTA's QP access flags).
+ * iWARP connection managers set the flags unevenly: librdmacm's active
+ * side leaves them 0, iw_cm grants the passive side remote read and
+ * write, and neither ever grants atomics.  So 0 restricts nothing, and
+ * remote read and write together allow atomics, which do both; any
+ * other setting is taken as it is.
+ */
+static bool xiw_qp_grants(const struct xiw_qp *qp, int access)
+{
+	const int rw = IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_WRITE;
+	int granted = READ_ONCE(qp->access) &
+		      (rw | IB_ACCESS_REMOTE_ATOMIC);
+
+	if (!granted)
+		return true;
+	if ((granted & rw) == rw)
+		granted |= IB_ACCESS_REMOTE_ATOMIC;
+	return (granted & access) == access;
+}
+
+/*
+ * The registration a request of the peer names, checked against the
+ * QP's rights first, so that a refusal says nothing about the STag.
+ */
+static struct xiw_mr *xiw_rx_mr_get(struct xiw_qp *qp, u32 stag, u64 to,
+				    u64 len, int access,
+				    enum xiw_access_error *why)
+{
+	if (!xiw_qp_grants(qp, access)) {
+		*why = XIW_ACCESS_RIGHTS;
+		return NULL;
+	}
+	return xiw_mr_get(to_xiw_dev(qp->ibqp.device), qp->ibqp.pd, stag, to,
+			  len, access, why);
+}
+
 /* RDMA Write (RFC 5040 §5.1): the target is named by the peer's STag. */
 static bool xiw_rx_begin_write(struct xiw_qp *qp)
 {
@@ -252,14 +298,9 @@ static bool xiw_rx_begin_write(struct xiw_qp *qp)
 			xiw_rx_rtr_seen(qp, XIW_OP_WRITE);
 		return true;
 	}
-	/*
-	 * Remote rights are those of the STag (RFC 5040 §2.1, §7).  The QP's
-	 * verbs access flags are not: librdmacm's active side leaves them at
-	 * 0 on iWARP, where iw_cm grants remote read and write by default.
-	 */
-	rx->tagged_mr = xiw_mr_get(to_xiw_dev(qp->ibqp.device), qp->ibqp.pd,
-				   stag, to, rx->payload_len,
-				   IB_ACCESS_REMOTE_WRITE, &why);
+	/* Remote rights are those of the STag and the QP (RFC 5040 §7). */
+	rx->tagged_mr = xiw_rx_mr_get(qp, stag, to, rx->payload_len,
+				      IB_ACCESS_REMOTE_WRITE, &why);
 	if (!rx->tagged_mr) {
 		xiw_rx_fail_access(qp, why);
 		return false;
@@ -354,10 +395,9 @@ static void xiw_rx_read_request(struct xiw_qp *qp)
 	if (!xiw_rx_irq_room(qp))
 		return;
 	if (e.len) {
-		/* Rights checked on the STag only, as for RDMA Write. */
-		e.mr = xiw_mr_get(to_xiw_dev(qp->ibqp.device), qp->ibqp.pd,
-				  be32_to_cpu(r->src_stag), e.to, e.len,
-				  IB_ACCESS_REMOTE_READ, &why);
+		e.stag = be32_to_cpu(r->src_stag);
+		e.mr = xiw_rx_mr_get(qp, e.stag, e.to, e.len,
+				     IB_ACCESS_REMOTE_READ, &why);
 		if (!e.mr) {
 			xiw_rx_fail_remote_protection(qp, why);
 			return;
@@ -379,11 +419,15 @@ static struct xiw_mr *xiw_rx_target(struct xiw_qp *qp, u32 stag, u64 to,
 				    u32 ext_access)
 {
 	struct xiw_device *xdev = to_xiw_dev(qp->ibqp.device);
-	enum xiw_access_error why;
-	struct xiw_mr *mr;
+	enum xiw_access_error why = XIW_ACCESS_RIGHTS;
+	struct xiw_mr *mr = NULL;
 
-	mr = whole ? xiw_mr_get_region(xdev, qp->ibqp.pd, stag, access, &why) :
-		     xiw_mr_get(xdev, qp->ibqp.pd, stag, to, len, access, &why);
+	if (!xiw_qp_grants(qp, access))
+		;
+	else if (whole)
+		mr = xiw_mr_get_region(xdev, qp->ibqp.pd, stag, access, &why);
+	else
+		mr = xiw_mr_get(xdev, qp->ibqp.pd, stag, to, len, access, &why);
 	if (mr && (mr->ext_access & ext_access) != ext_access) {
 		xiw_mr_put(mr);
 		mr = NULL;
@@ -431,9 +475,9 @@ static void xiw_rx_atomic_request(struct xiw_qp *qp)
 			    XIW_TERM_ATOMIC_MISALIGNED_ECODE);
 		return;
 	}
-	e.mr = xiw_mr_get(to_xiw_dev(qp->ibqp.device), qp->ibqp.pd,
-			  be32_to_cpu(r->stag), e.to, sizeof(u64),
-			  IB_ACCESS_REMOTE_ATOMIC, &why);
+	e.stag = be32_to_cpu(r->stag);
+	e.mr = xiw_rx_mr_get(qp, e.stag, e.to, sizeof(u64),
+			     IB_ACCESS_REMOTE_ATOMIC, &why);
 	if (!e.mr) {
 		xiw_rx_fail_remote_protection(qp, why);
 		return;
@@ -457,7 +501,17 @@ static void xiw_rx_flush_request(struct xiw_qp *qp)
 
 	if (!xiw_rx_irq_room(qp))
 		return;
-	e.mr = xiw_rx_target(qp, be32_to_cpu(r->sink_stag), e.to, e.len,
+	/*
+	 * No disposition asks for nothing the region could have a right
+	 * to (draft-talpey §4.1.1): refused before the STag is looked at,
+	 * so that it tells nothing about it.
+	 */
+	if (!rights) {
+		xiw_rx_fail_remote_protection(qp, XIW_ACCESS_RIGHTS);
+		return;
+	}
+	e.stag = be32_to_cpu(r->sink_stag);
+	e.mr = xiw_rx_target(qp, e.stag, e.to, e.len,
 			     e.flush_flags & XIW_FLUSH_R, 0, rights);
 	if (e.mr)
 		xiw_rx_queue_request(qp, &e);
@@ -476,7 +530,8 @@ static void xiw_rx_verify_request(struct xiw_qp *qp)
 
 	if (!xiw_rx_irq_room(qp))
 		return;
-	e.mr = xiw_rx_target(qp, be32_to_cpu(r->sink_stag), e.to, e.len, false,
+	e.stag = be32_to_cpu(r->sink_stag);
+	e.mr = xiw_rx_target(qp, e.stag, e.to, e.len, false,
 			     0, XIW_ACCESS_VERIFY);
 	if (!e.mr)
 		return;
@@ -510,7 +565,8 @@ static void xiw_rx_atomic_write_request(struct xiw_qp *qp)
 		xiw_rx_fail_remote_operation(qp);
 		return;
 	}
-	e.mr = xiw_rx_target(qp, be32_to_cpu(r->sink_stag), e.to, e.len, false,
+	e.stag = be32_to_cpu(r->sink_stag);
+	e.mr = xiw_rx_target(qp, e.stag, e.to, e.len, false,
 			     IB_ACCESS_REMOTE_WRITE, 0);
 	if (e.mr)
 		xiw_rx_queue_request(qp, &e);
@@ -594,14 +650,18 @@ static bool xiw_rx_begin_send(struct xiw_qp *qp)
 			    XIW_RDMAP_ECODE_CATASTROPHIC_STREAM);
 		return false;
 	}
-	if (!mo && !rx->rqe_valid && !xiw_rx_begin_receive(qp))
-		return false;
-	if (mo != rx->msg_len) {
+	/*
+	 * A segment starts a message iff no receive is held for one: then
+	 * its MO must be 0 (RFC 5041 §5.1), else it continues the message
+	 * where the last segment ended.  The MSN, checked above, stays that
+	 * of the message until its last segment.
+	 */
+	if (rx->rqe_valid ? mo != rx->msg_len : mo != 0) {
 		xiw_rx_fail(qp, XIW_TERM_LAYER_DDP, XIW_DDP_ETYPE_UNTAGGED,
 			    XIW_DDP_ECODE_UT_INVALID_MO);
 		return false;
 	}
-	return true;
+	return rx->rqe_valid || xiw_rx_begin_receive(qp);
 }
 
 /*
@@ -788,15 +848,16 @@ static void xiw_rx_response(struct xiw_qp *qp)
 	switch (rx->op->opcode) {
 	case XIW_OP_ATOMIC_RESP:
 		orig = xiw_get_be64(&rx->hdr.atomic_resp.atomic.orig);
-		xiw_mr_copy_to(wqe->mr[0], e->sink_to, &orig, sizeof(orig));
+		if (xiw_mr_copy_to(wqe->mr[0], e->sink_to, &orig, sizeof(orig)))
+			status = XIW_WC_LOC_PROT_ERR;
 		break;
 	case XIW_OP_VERIFY_RESP:
 		wqe->bytes = rx->payload_len;
 		if (!wqe->mr[0] || wqe->sqe.sge[0].length < rx->payload_len)
 			status = XIW_WC_LOC_LEN_ERR;
-		else
-			xiw_mr_copy_to(wqe->mr[0], e->sink_to, rx->tail,
-				       rx->payload_len);
+		else if (xiw_mr_copy_to(wqe->mr[0], e->sink_to, rx->tail,
+					rx->payload_len))
+			status = XIW_WC_LOC_PROT_ERR;
 		break;
 	default:
 		break;
@@ -867,6 +928,8 @@ static void xiw_rx_end_fpdu(struct xiw_qp *qp)
 	struct xiw_qp_rx *rx = &qp->rx;
 	bool last = xiw_ddp_last(rx->hdr.ctrl.ddp_ctrl);
 	struct xiw_orq_entry *e;
+	struct xiw_wqe *wqe;
+	u8 status;
 
 	if (rx->tagged_mr) {
 		xiw_mr_put(rx->tagged_mr);
@@ -890,13 +953,18 @@ static void xiw_rx_end_fpdu(struct xiw_qp *qp)
 		e->placed += rx->payload_len;
 		if (!last)
 			break;
+		/*
+		 * The slot is free once orq_head passed it: the transmit path
+		 * may issue the next request into it as soon as the lock is
+		 * dropped, so take what completes the Read before.
+		 */
+		wqe = e->wqe;
+		status = e->placed == e->len ? XIW_WC_SUCCESS :
+					       XIW_WC_REM_OP_ERR;
 		rx->orq_head++;
-		if (e->wqe) {
+		if (wqe) {
 			spin_unlock_bh(&qp->lock);
-			xiw_qp_sq_complete_read(qp, e->wqe,
-						e->placed == e->len ?
-						XIW_WC_SUCCESS :
-						XIW_WC_REM_OP_ERR);
+			xiw_qp_sq_complete_read(qp, wqe, status);
 			spin_lock_bh(&qp->lock);
 		}
 		break;
@@ -946,16 +1014,24 @@ static bool xiw_rx_place(struct xiw_qp *qp, struct sk_buff *skb, int off,
 	struct xiw_orq_entry *e;
 	unsigned int i;
 
+	/*
+	 * A tagged buffer that fails now was invalidated or deregistered
+	 * since the segment began (RFC 5041 §7.2: invalid STag).
+	 */
 	switch (rx->op->opcode) {
 	case XIW_OP_WRITE:
-		return !xiw_mr_copy_from_skb(rx->tagged_mr,
-				xiw_get_be64(&rx->hdr.tagged.to) + pos,
-				skb, off, n, crc);
+		if (xiw_mr_copy_from_skb(rx->tagged_mr,
+					 xiw_get_be64(&rx->hdr.tagged.to) + pos,
+					 skb, off, n, crc))
+			goto tagged_fail;
+		return true;
 	case XIW_OP_READ_RESP:
 		e = &rx->orq[rx->orq_head % XIW_MAX_ORD];
-		return !xiw_mr_copy_from_skb(e->wqe->mr[0],
-					     e->sink_to + e->placed + pos,
-					     skb, off, n, crc);
+		if (xiw_mr_copy_from_skb(e->wqe->mr[0],
+					 e->sink_to + e->placed + pos,
+					 skb, off, n, crc))
+			goto tagged_fail;
+		return true;
 	default:
 		break;
 	}
@@ -965,7 +1041,7 @@ static bool xiw_rx_place(struct xiw_qp *qp, struct sk_buff *skb, int off,
 	 */
 	if (rx->op->flags & XIW_OPF_VARLEN) {
 		if (skb_copy_bits(skb, off, rx->tail + pos, n))
-			return false;
+			goto skb_fail;
 		if (crc)
 			*crc = crc32c(*crc, rx->tail + pos, n);
 		return true;
@@ -974,7 +1050,7 @@ static bool xiw_rx_place(struct xiw_qp *qp, struct sk_buff *skb, int off,
 	if (rx->op->flags & XIW_OPF_IMM_LAST &&
 	    xiw_ddp_last(rx->hdr.ctrl.ddp_ctrl)) {
 		if (skb_copy_bits(skb, off, rx->imm + pos, n))
-			return false;
+			goto skb_fail;
 		if (crc)
 			*crc = crc32c(*crc, rx->imm + pos, n);
 		return true;
@@ -1000,13 +1076,27 @@ static bool xiw_rx_place(struct xiw_qp *qp, struct sk_buff *skb, int off,
 		chunk = min(n, rx->rqe.sge[i].length - at);
 		if (xiw_mr_copy_from_skb(rx->rqe_mr[i],
 					 rx->rqe.sge[i].addr + at, skb, off,
-					 chunk, crc))
+					 chunk, crc)) {
+			/* Its consumer took the buffer away meanwhile. */
+			xiw_rq_complete(qp, 0, XIW_WC_LOC_PROT_ERR, true);
+			xiw_rx_fail(qp, XIW_TERM_LAYER_RDMAP,
+				    XIW_RDMAP_ETYPE_LOCAL_CATASTROPHIC,
+				    XIW_RDMAP_ECODE_LOCAL_CATASTROPHIC);
 			return false;
+		}
 		rx->msg_len += chunk;
 		off += chunk;
 		n -= chunk;
 	}
 	return true;
+
+tagged_fail:
+	xiw_rx_fail_access(qp, XIW_ACCESS_INVALID_STAG);
+	return false;
+skb_fail:
+	xiw_rx_fail(qp, XIW_TERM_LAYER_LLP, XIW_LLP_ETYPE_MPA,
+		    XIW_LLP_ECODE_LOCAL_CATASTROPHIC);
+	return false;
 }
 
 static void xiw_rx_reset_fpdu(struct xiw_qp_rx *rx)
@@ -1062,7 +1152,8 @@ static int xiw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 	struct xiw_qp_rx *rx = &qp->rx;
 	size_t left = len;
 
-	while (left && !rx->failed) {
+	/* The QP may go to Error while the lock is dropped (completions). */
+	while (left && !rx->failed && READ_ONCE(qp->state) != IB_QPS_ERR) {
 		/* Of @left, the octets up to the next marker. */
 		size_t avail = left;
 		u32 want, n, pad;
@@ -1147,7 +1238,7 @@ static int xiw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 		xiw_rx_end_fpdu(qp);
 		xiw_rx_reset_fpdu(rx);
 	}
-	if (rx->failed)
+	if (rx->failed || READ_ONCE(qp->state) == IB_QPS_ERR)
 		desc->count = 0;
 	return len;
 

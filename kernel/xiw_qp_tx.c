@@ -36,6 +36,8 @@
 #define XIW_TX_COPY_MAX XIW_MAX_INLINE
 /* Loopback's MSS is near 64 KiB: keep several FPDUs per push. */
 #define XIW_FPDU_MAX (16 * 1024)
+/* Pushes of one run of the transmit loop before it yields the worker. */
+#define XIW_TX_BUDGET 64
 
 struct workqueue_struct *xiw_wq;
 
@@ -293,7 +295,9 @@ static void xiw_tx_frame_wqe_payload(struct xiw_qp *qp, struct xiw_wqe *wqe,
 		}
 		n = min(len, sge_len - offset);
 		if (copy) {
-			xiw_mr_copy_from(wqe->mr[i], addr, dst, n);
+			/* Invalidated by its consumer meanwhile: send zeros. */
+			if (xiw_mr_copy_from(wqe->mr[i], addr, dst, n))
+				memset(dst, 0, n);
 			dst += n;
 		} else {
 			xiw_tx_frame_attach(qp, dst, wqe->mr[i], addr, n);
@@ -505,6 +509,7 @@ static u8 xiw_wqe_prepare(struct xiw_qp *qp, struct xiw_wqe *wqe)
 	unsigned int i;
 
 	wqe->bytes = 0;
+	wqe->copy_only = false;
 	switch (sqe->opcode) {
 	case XIW_WR_SEND:
 	case XIW_WR_SEND_WITH_INV:
@@ -598,6 +603,7 @@ static u8 xiw_wqe_prepare(struct xiw_qp *qp, struct xiw_wqe *wqe)
 					    access, &why);
 		if (!wqe->mr[i])
 			return xiw_access_error_status(why);
+		wqe->copy_only |= wqe->mr[i]->fast_reg;
 	}
 	if (total > (1U << 31))
 		return XIW_WC_LOC_LEN_ERR;
@@ -703,7 +709,7 @@ static bool xiw_tx_frame_message(struct xiw_qp *qp)
 		bool end = tx->cur_sent + n == wqe->bytes;
 		u32 ulpdu = hdr_size - XIW_MPA_HDR_LEN + n;
 		bool copy = n <= XIW_TX_COPY_MAX ||
-			    sqe->flags & XIW_SQE_INLINE;
+			    sqe->flags & XIW_SQE_INLINE || wqe->copy_only;
 		union xiw_hdr *hdr = xiw_tx_frame_begin(qp, hdr_size,
 							copy ? n : 0,
 							copy ? 0 : n);
@@ -839,9 +845,10 @@ static bool xiw_tx_frame_placement_request(struct xiw_qp *qp,
 		f->flags = cpu_to_be32(xiw_flush_flags(sqe->operand[1]));
 	else if (opcode == XIW_OP_ATOMIC_WRITE_REQ)
 		xiw_put_be64(&h->awrite_req.awrite.data, sqe->operand[0]);
-	else if (hash_len)
-		xiw_mr_copy_from(wqe->mr[1], sqe->sge[1].addr,
-				 (u8 *)h + hdr_size, hash_len);
+	else if (hash_len &&
+		 xiw_mr_copy_from(wqe->mr[1], sqe->sge[1].addr,
+				  (u8 *)h + hdr_size, hash_len))
+		memset((u8 *)h + hdr_size, 0, hash_len);
 	xiw_tx_frame_end(qp, ulpdu);
 	return true;
 }
@@ -958,32 +965,42 @@ static bool xiw_tx_frame_rtr(struct xiw_qp *qp)
 
 /*
  * Frames the next Read Response FPDU of @e (RFC 5040 §4.5) and says in
- * @last whether it ended the message; false if tx.buf has no room.
+ * @last whether it ended the message.  Returns 0, -ENOSPC if tx.buf has
+ * no room, -EFAULT if the source was invalidated or deregistered since
+ * the request arrived: each FPDU checks again, as the request may wait
+ * for long behind a full TCP send buffer.  A fast registration's pages
+ * are copied, so that none of them is left in what TCP has yet to take
+ * when its consumer gets them back.
  */
-static bool xiw_tx_frame_read_response(struct xiw_qp *qp,
-				       struct xiw_irq_entry *e, bool *last)
+static int xiw_tx_frame_read_response(struct xiw_qp *qp,
+				      struct xiw_irq_entry *e, bool *last)
 {
 	u32 hdr_size = sizeof(struct xiw_ddp_tagged_hdr);
 	u32 n = min(e->len - e->sent, xiw_tx_max_payload(qp, hdr_size));
-	bool copy = n <= XIW_TX_COPY_MAX;
-	struct xiw_ddp_tagged_hdr *h = xiw_tx_frame_begin(qp, hdr_size,
-							  copy ? n : 0,
-							  copy ? 0 : n);
+	bool copy = n <= XIW_TX_COPY_MAX || (e->mr && e->mr->fast_reg);
+	struct xiw_ddp_tagged_hdr *h;
 
+	if (n && !xiw_mr_named(e->mr, e->stag))
+		return -EFAULT;
+	h = xiw_tx_frame_begin(qp, hdr_size, copy ? n : 0, copy ? 0 : n);
 	if (!h)
-		return false;
+		return -ENOSPC;
 	*last = e->sent + n == e->len;
 	xiw_ctrl_set(&h->ctrl, hdr_size - XIW_MPA_HDR_LEN + n, 1, *last,
 		     XIW_RDMAP_RV1, XIW_OP_READ_RESP);
 	xiw_tagged_set(h, e->sink_stag, e->sink_to + e->sent);
-	if (n && copy)
-		xiw_mr_copy_from(e->mr, e->to + e->sent, (u8 *)h + hdr_size, n);
-	else if (n)
+	if (n && copy) {
+		/* Nothing is committed before xiw_tx_frame_end(). */
+		if (xiw_mr_copy_from(e->mr, e->to + e->sent,
+				     (u8 *)h + hdr_size, n))
+			return -EFAULT;
+	} else if (n) {
 		xiw_tx_frame_attach(qp, (u8 *)h + hdr_size, e->mr,
 				    e->to + e->sent, n);
+	}
 	xiw_tx_frame_end(qp, hdr_size - XIW_MPA_HDR_LEN + n);
 	e->sent += n;
-	return true;
+	return 0;
 }
 
 /*
@@ -1007,11 +1024,14 @@ static int xiw_tx_execute(struct xiw_qp *qp, struct xiw_irq_entry *e)
 
 	if (!h)
 		return -ENOSPC;
+	/* It may have waited long: its target must still be what it named. */
+	if (!xiw_mr_named(e->mr, e->stag))
+		return -EFAULT;
 	switch (e->opcode) {
 	case XIW_OP_ATOMIC_REQ:
-		orig = xiw_mr_atomic(e->mr, e->to,
-				     be32_to_cpu(e->atomic.aopcode) & XIW_AOP_MASK,
-				     &e->atomic);
+		err = xiw_mr_atomic(e->mr, e->to,
+				    be32_to_cpu(e->atomic.aopcode) & XIW_AOP_MASK,
+				    &e->atomic, &orig);
 		h->atomic_resp.atomic.req_id = cpu_to_be32(e->req_id);
 		xiw_put_be64(&h->atomic_resp.atomic.orig, orig);
 		break;
@@ -1026,7 +1046,7 @@ static int xiw_tx_execute(struct xiw_qp *qp, struct xiw_irq_entry *e)
 			err = -EILSEQ;
 		break;
 	case XIW_OP_ATOMIC_WRITE_REQ:
-		xiw_mr_store64(e->mr, e->to, e->value);
+		err = xiw_mr_store64(e->mr, e->to, e->value);
 		break;
 	}
 	if (err)
@@ -1061,14 +1081,14 @@ static bool xiw_tx_frame_responses(struct xiw_qp *qp)
 			return true;
 		e = &tx->irq[tx->irq_head % XIW_MAX_IRD];
 
-		if (e->opcode == XIW_OP_READ_REQ) {
-			if (!xiw_tx_frame_read_response(qp, e, &last))
-				return false;
-		} else {
+		if (e->opcode == XIW_OP_READ_REQ)
+			err = xiw_tx_frame_read_response(qp, e, &last);
+		else
 			err = xiw_tx_execute(qp, e);
-			if (err == -ENOSPC)
-				return false;
-		}
+		if (err == -ENOSPC)
+			return false;
+		/* A failed request ends its message and the stream. */
+		last |= !!err;
 		if (!last)
 			continue;
 		if (e->mr)
@@ -1086,8 +1106,13 @@ static bool xiw_tx_frame_responses(struct xiw_qp *qp)
 			ibdev_dbg(qp->ibqp.device,
 				  "qp %u: request 0x%x failed: %d\n",
 				  qp->ibqp.qp_num, e->opcode, err);
+			/* -EFAULT: the STag is no longer valid (RFC 5040 §7). */
 			xiw_qp_send_terminate(qp, XIW_TERM_LAYER_RDMAP,
+					      err == -EFAULT ?
+					      XIW_RDMAP_ETYPE_REMOTE_PROTECTION :
 					      XIW_RDMAP_ETYPE_REMOTE_OPERATION,
+					      err == -EFAULT ?
+					      XIW_RDMAP_ECODE_INVALID_STAG :
 					      XIW_RDMAP_ECODE_CATASTROPHIC_STREAM,
 					      NULL, 0, 0);
 			xiw_qp_fatal(qp, XIW_WC_FATAL_ERR);
@@ -1343,6 +1368,7 @@ static void xiw_tx_error(struct xiw_qp *qp)
 static bool xiw_tx_run(struct xiw_qp *qp)
 {
 	struct xiw_qp_tx *tx = &qp->tx;
+	unsigned int pushes = 0;
 	int err;
 
 	if (READ_ONCE(qp->state) == IB_QPS_ERR) {
@@ -1364,6 +1390,15 @@ static bool xiw_tx_run(struct xiw_qp *qp)
 			xiw_wqe_finish(qp, tx->cur, XIW_WC_SUCCESS);
 			tx->cur = NULL;
 			tx->cur_done_on_flush = false;
+		}
+		/*
+		 * A peer that reads as fast as a consumer posts keeps this
+		 * going: past its budget the QP waits for its next turn on
+		 * the worker, behind the other QPs of this CPU.
+		 */
+		if (++pushes > XIW_TX_BUDGET) {
+			xiw_qp_tx_kick(qp);
+			return false;
 		}
 		/* Fill the buffer with as much work as it takes. */
 		while (!tx->cur_done_on_flush && xiw_tx_frame_next(qp))

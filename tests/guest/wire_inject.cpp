@@ -37,6 +37,29 @@
 //                     0x11, QN 3, no payload); the listener finds the
 //                     big-endian Data as a host-order 64-bit value at the
 //                     target
+//   send_mo_after_message
+//                     a 16-octet Send (MSN 1, MO 0, Last), then a Send
+//                     segment with MSN 2 and MO 16 although no message is
+//                     under way: Terminate DDP, untagged, invalid MO
+//                     (1/2/0x04); the first Send completes its receive
+//                     (regression: the second was placed through the
+//                     receive already completed, a NULL dereference)
+//   flush_no_type     RDMA Flush Request with no disposition bit to the
+//                     STag of the receive buffer, which has local rights
+//                     only: Terminate RDMAP, Remote Protection, access
+//                     rights (0/1/0x02) (regression: answered, so any
+//                     STag's validity could be probed)
+//   write_qp_denied   the listener takes remote write off its QP
+//                     (ibv_modify_qp IBV_QP_ACCESS_FLAGS = remote read);
+//                     then an RDMA Write to the buffer, which has the
+//                     right: Terminate RDMAP, Remote Protection, access
+//                     rights, nothing placed
+//   stalled_write     the header and 8 of the 2048 payload octets of an
+//                     RDMA Write, then nothing: the listener deregisters
+//                     the buffer while the Write is half received, which
+//                     must return at once (regression: dereg_mr waited
+//                     for the Write until the QP was destroyed); the
+//                     client then resets the connection
 //   quit              MPA only; ends the listener
 // and prints "wire_inject CASE: terminate layer L type T code C: ok".
 // None of these asks for MPA markers, and each fails if the Reply does.
@@ -86,7 +109,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
+#include <future>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -122,6 +149,9 @@ struct inject_target {
 	u64 addr;
 	u64 len;
 	u64 word0; // the value at addr
+	u32 local_stag; // the receive buffer's: local write access only
+	u32 pad;
+	u64 local_addr; // of the receive buffer
 };
 
 u8 pattern(std::size_t i)
@@ -145,6 +175,42 @@ bool marker_good_case(const std::string &which)
 {
 	return which == "markers_both" || which == "markers_to_peer" ||
 	       which == "markers_from_peer";
+}
+
+// send_mo_after_message: the length of its complete first Send.
+constexpr std::size_t first_send_len = 16;
+// stalled_write: the Write's length and what of its payload is sent.
+constexpr std::size_t stalled_write_len = 2048;
+constexpr std::size_t stalled_write_sent = 8;
+
+// Octets of send_pattern that CASE delivers into the posted receive, in
+// one Send; 0: it completes no receive.
+std::size_t received_octets(const std::string &which)
+{
+	if (marker_good_case(which))
+		return recv_len;
+	return which == "send_mo_after_message" ? first_send_len : 0;
+}
+
+// Octets at the start of the buffer that CASE writes (to pattern2).
+std::size_t written_octets(const std::string &which)
+{
+	if (marker_good_case(which))
+		return marker_data_len;
+	return which == "stalled_write" ? stalled_write_sent : 0;
+}
+
+// stalled_write: deregisters MR while a Write into it is half received;
+// false if ibv_dereg_mr() did not return within 5 s.  It then returns
+// only once the QP is destroyed, which the caller does after us.
+bool dereg_returns(ibv_mr *mr, std::thread &deregister)
+{
+	auto done = std::make_shared<std::promise<int>>();
+	std::future<int> result = done->get_future();
+	deregister = std::thread([mr, done] { done->set_value(ibv_dereg_mr(mr)); });
+	if (result.wait_for(std::chrono::seconds(5)) != std::future_status::ready)
+		return false;
+	return result.get() == 0;
 }
 
 // =============================================================================
@@ -196,20 +262,39 @@ int run_listener(const char *addr, const char *port)
 			die("rdma_post_recv");
 
 		inject_target t{pd_magic, mr->rkey, reinterpret_cast<std::uintptr_t>(buf), buf_size,
-				word0};
+				word0, rmr->lkey, 0, reinterpret_cast<std::uintptr_t>(rbuf)};
 		rdma_conn_param p{};
 		p.responder_resources = 4;
 		p.initiator_depth = 4;
 		p.private_data = &t;
 		p.private_data_len = sizeof(t);
 		bool ok = true;
+		bool mr_gone = false;
+		std::thread deregister;
 		std::string why;
 		if (rdma_accept(id, &p)) {
 			ok = false;
 			why = std::string("rdma_accept: ") + std::strerror(errno);
-		} else if (!wait_disconnect(id, 60000)) {
-			ok = false;
-			why = "the peer did not go away within 60 s";
+		} else {
+			// The client waits 2 s before it sends in these cases.
+			if (which == "write_qp_denied") {
+				ibv_qp_attr a{};
+				a.qp_access_flags = IBV_ACCESS_REMOTE_READ;
+				if (ibv_modify_qp(id->qp, &a, IBV_QP_ACCESS_FLAGS))
+					die("ibv_modify_qp(IBV_QP_ACCESS_FLAGS)");
+			}
+			if (which == "stalled_write") {
+				std::this_thread::sleep_for(std::chrono::seconds(2));
+				mr_gone = true;
+				if (!dereg_returns(mr, deregister)) {
+					ok = false;
+					why = "ibv_dereg_mr() blocked by a half-received Write";
+				}
+			}
+			if (!wait_disconnect(id, 60000)) {
+				ok = false;
+				why = "the peer did not go away within 60 s";
+			}
 		}
 
 		// What the peer may have changed: only the word a good FetchAdd
@@ -220,12 +305,12 @@ int run_listener(const char *addr, const char *port)
 		const bool good_fa = which == "good_fetch_add";
 		const bool good_aw = which == "atomic_write_good";
 		const bool good = good_fa || good_aw;
-		const bool good_mk = marker_good_case(which);
+		const std::size_t written = written_octets(which);
+		const std::size_t delivered = received_octets(which);
 		const u64 want0 = good_fa ? word0 + good_add : atomic_write_value;
 		std::size_t changed = 0;
 		for (std::size_t i = good ? 8 : 0; i < buf_size; i++)
-			changed += buf[i] != (good_mk && i < marker_data_len ? pattern2(i)
-									     : pattern(i));
+			changed += buf[i] != (i < written ? pattern2(i) : pattern(i));
 		u64 now0;
 		std::memcpy(&now0, buf, sizeof(now0));
 		if (good && now0 != want0) {
@@ -237,20 +322,20 @@ int run_listener(const char *addr, const char *port)
 			why = msg;
 		}
 		for (std::size_t i = 0; i < recv_len; i++)
-			changed += rbuf[i] != (good_mk ? send_pattern(i) : recv_fill);
+			changed += rbuf[i] != (i < delivered ? send_pattern(i) : recv_fill);
 		std::size_t received = 0;
 		ibv_wc wc{};
 		while (ibv_poll_cq(id->recv_cq, 1, &wc) == 1) {
 			if (wc.status != IBV_WC_SUCCESS)
 				continue;
 			received++;
-			if (wc.byte_len != recv_len) {
+			if (wc.byte_len != delivered) {
 				ok = false;
 				why = xiw_test::strf("a receive of %u octets, the Send had %zu",
-						     wc.byte_len, recv_len);
+						     wc.byte_len, delivered);
 			}
 		}
-		if (changed || received != (good_mk ? 1 : 0))
+		if (changed || received != (delivered ? 1 : 0))
 			ok = false;
 		std::printf("wire_inject server: %s: %zu bytes changed, %zu receives completed: %s%s%s\n",
 			    which.c_str(), changed, received, ok ? "ok" : "FAIL",
@@ -259,9 +344,12 @@ int run_listener(const char *addr, const char *port)
 		failures += !ok;
 
 		rdma_disconnect(id);
-		ibv_dereg_mr(mr);
+		if (!mr_gone)
+			ibv_dereg_mr(mr);
 		ibv_dereg_mr(rmr);
 		rdma_destroy_ep(id);
+		if (deregister.joinable())
+			deregister.join();
 		std::free(buf);
 		if (which == "quit")
 			return failures ? 1 : 0;
@@ -682,6 +770,8 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 		return run_markers(fd, t, tx, rx, which);
 
 	std::vector<u8> sent;
+	std::vector<u8> before; // an FPDU that goes first, not quoted
+	std::chrono::seconds pause{0};
 	expectation want{};
 	bool expect_response = false;
 	std::uint16_t lead_ptr = 0;
@@ -754,6 +844,58 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 		sent = bytes_of(h);
 		want = {false, XIW_TERM_LAYER_RDMAP, XIW_RDMAP_ETYPE_REMOTE_PROTECTION,
 			XIW_RDMAP_ECODE_ACCESS_RIGHTS};
+	} else if (which == "send_mo_after_message") {
+		auto send = [&](u32 msn, u32 mo) {
+			xiw_ddp_untagged_hdr h{};
+			xiw_ctrl_set(&h.ctrl, XIW_DDP_UNTAGGED_HLEN + first_send_len, 0, 1,
+				     XIW_RDMAP_RV1, XIW_OP_SEND);
+			xiw_untagged_set(&h, 0, XIW_QN_SEND, msn, mo);
+			std::vector<u8> seg = bytes_of(h);
+			for (std::size_t i = 0; i < first_send_len; i++)
+				seg.push_back(send_pattern(mo + i));
+			return seg;
+		};
+		before = send(1, 0);
+		sent = send(2, first_send_len);
+		want = {false, XIW_TERM_LAYER_DDP, XIW_DDP_ETYPE_UNTAGGED,
+			XIW_DDP_ECODE_UT_INVALID_MO};
+	} else if (which == "flush_no_type") {
+		xiw_hdr_flush_req h{};
+		xiw_ctrl_set(&h.ddp.ctrl, sizeof(h) - XIW_MPA_HDR_LEN, 0, 1, XIW_RDMAP_RV1,
+			     XIW_OP_FLUSH_REQ);
+		xiw_untagged_set(&h.ddp, 0, XIW_QN_READ_REQ, 1, 0);
+		h.flush.sink_stag = xiw_cpu_to_be32(t.local_stag);
+		h.flush.sink_len = xiw_cpu_to_be32(static_cast<u32>(recv_len));
+		xiw_put_be64(&h.flush.sink_to, t.local_addr);
+		h.flush.flags = 0;
+		sent = bytes_of(h);
+		want = {false, XIW_TERM_LAYER_RDMAP, XIW_RDMAP_ETYPE_REMOTE_PROTECTION,
+			XIW_RDMAP_ECODE_ACCESS_RIGHTS};
+	} else if (which == "write_qp_denied") {
+		std::vector<u8> data(recv_len);
+		for (std::size_t i = 0; i < data.size(); i++)
+			data[i] = pattern2(i);
+		sent = write_segment(t.rkey, t.addr, data.data(), data.size());
+		pause = std::chrono::seconds(2);
+		want = {false, XIW_TERM_LAYER_RDMAP, XIW_RDMAP_ETYPE_REMOTE_PROTECTION,
+			XIW_RDMAP_ECODE_ACCESS_RIGHTS};
+	} else if (which == "stalled_write") {
+		// Header and the first octets of the Write, then silence while
+		// the listener deregisters the buffer, then a reset.
+		std::vector<u8> data(stalled_write_len);
+		for (std::size_t i = 0; i < data.size(); i++)
+			data[i] = pattern2(i);
+		sent = write_segment(t.rkey, t.addr, data.data(), data.size());
+		const std::vector<u8> fpdu = frame_fpdu(tx, sent.data(), sent.size());
+		send_all(fd, fpdu.data(),
+			 XIW_MPA_HDR_LEN + XIW_DDP_TAGGED_HLEN + stalled_write_sent);
+		std::this_thread::sleep_for(std::chrono::seconds(8));
+		const linger reset{1, 0};
+		setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+		close(fd);
+		std::printf("wire_inject %s: reset after %zu of %zu octets: ok\n", which.c_str(),
+			    stalled_write_sent, stalled_write_len);
+		return 0;
 	} else if (which == "bad_marker") {
 		// The first FPDU starts at P=0, so it has a leading marker,
 		// whose FPDUPTR must be 0 (RFC 5044 §4.3).  4 is wrong with
@@ -767,6 +909,11 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 	} else {
 		std::fprintf(stderr, "unknown case %s\n", which.c_str());
 		return 2;
+	}
+	std::this_thread::sleep_for(pause);
+	if (!before.empty()) {
+		const std::vector<u8> first = frame_fpdu(tx, before.data(), before.size());
+		send_all(fd, first.data(), first.size());
 	}
 	const std::vector<u8> fpdu = frame_fpdu(tx, sent.data(), sent.size(), lead_ptr);
 	send_all(fd, fpdu.data(), fpdu.size());
@@ -836,8 +983,11 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 		    xiw_be16_to_cpu(term.term.ddp_seg_len) != sent.size() - XIW_MPA_HDR_LEN)
 			fail("Terminate: DDP Segment Length %u, the segment had %zu octets",
 			     xiw_be16_to_cpu(term.term.ddp_seg_len), sent.size() - XIW_MPA_HDR_LEN);
-		const std::size_t copied =
-			std::min<std::size_t>(f.size() - term_fixed - 2, XIW_DDP_UNTAGGED_HLEN);
+		// The header quoted is the segment's own: 14 octets if tagged.
+		const std::size_t hlen = xiw_ddp_tagged(sent[XIW_DDP_HDR_OFFSET])
+						 ? XIW_DDP_TAGGED_HLEN
+						 : XIW_DDP_UNTAGGED_HLEN;
+		const std::size_t copied = std::min<std::size_t>(f.size() - term_fixed - 2, hlen);
 		if ((flags & XIW_TERM_FLAG_D) &&
 		    std::memcmp(term.term.ddp_hdr, sent.data() + XIW_DDP_HDR_OFFSET,
 				std::min(copied, sent.size() - XIW_DDP_HDR_OFFSET)))
@@ -866,7 +1016,7 @@ int run_selfcheck()
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
 		die("socketpair");
-	const inject_target t{pd_magic, 0x1234, 0x10000, buf_size, 0};
+	const inject_target t{pd_magic, 0x1234, 0x10000, buf_size, 0, 0, 0, 0};
 	for (const bool markers : {false, true}) {
 		mpa_dir tx{markers}, rx{markers};
 		std::vector<std::vector<u8>> segs;

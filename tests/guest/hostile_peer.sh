@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# guest-options: --hosts 2 --peer xiw
+# guest-timeout: 600
+# Regression tests for what a hostile peer did to xiw (issue "Hostile
+# peers"): a fake peer on a plain TCP socket (xiw_wire_inject on host a)
+# sends crafted FPDUs to an rdma_cm listener on xiw1 (host b):
+#   send_mo_after_message  a Send segment that continues a message already
+#                          completed (was: NULL dereference in softirq)
+#   flush_no_type          a Flush with no disposition bit to a local-only
+#                          STag (was: answered, an STag oracle)
+#   write_qp_denied        an RDMA Write to a QP whose remote write access
+#                          was taken away (was: placed)
+#   stalled_write          dereg_mr while a Write is half received (was:
+#                          dereg_mr blocked until the QP was destroyed)
+# Each must end in the right Terminate (or, stalled_write, a prompt
+# dereg_mr), with nothing placed that the case does not allow.
+set -euo pipefail
+# shellcheck source=datapath_lib.bash
+source "$(dirname "$0")/datapath_lib.bash"
+
+inject=${XIW_BUILD_DIR:?}/tests/guest/xiw_wire_inject
+port=7810
+
+log=$XIW_OUT/hostile-peer-server.log
+server_start "$log" "$inject" listen
+cases=${XIW_HOSTILE_CASES:-"send_mo_after_message flush_no_type write_qp_denied stalled_write"}
+failed=
+client_cases "$log" 60 "$cases" "$inject"
+expect_lines "$log" '^wire_inject server: %s: .*: ok$' "$cases"
+[ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
+echo "hostile peer: ok"
