@@ -15,6 +15,10 @@
 #                          dereg_mr blocked until the QP was destroyed)
 # Each must end in the right Terminate (or, stalled_write, a prompt
 # dereg_mr), with nothing placed that the case does not allow.
+# Then destroy_connecting: an rdma_cm client on xiw1 connects to a plain
+# TCP listener on host a that never sends the MPA Reply and destroys its
+# QP meanwhile: the destroy must not wait for the peer (was: the MPA
+# timeout, 10 s).
 set -euo pipefail
 # shellcheck source=datapath_lib.bash
 source "$(dirname "$0")/datapath_lib.bash"
@@ -28,5 +32,17 @@ cases=${XIW_HOSTILE_CASES:-"send_mo_after_message flush_no_type write_qp_denied 
 failed=
 client_cases "$log" 60 "$cases" "$inject"
 expect_lines "$log" '^wire_inject server: %s: .*: ok$' "$cases"
+[ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
+
+mute_log=$XIW_OUT/hostile-peer-mute.log
+on a timeout 60 "$inject" mute "$XIW_ADDR_A" 7899 >"$mute_log" 2>&1 &
+mute=$!
+for _ in $(seq 1 100); do
+	grep -q listening "$mute_log" && break
+	sleep 0.1
+done
+on b timeout 60 "$inject" destroy_connecting "$XIW_ADDR_A" 7899 || failed="$failed destroy_connecting"
+wait "$mute" || failed="$failed mute"
+cat "$mute_log"
 [ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
 echo "hostile peer: ok"

@@ -84,6 +84,16 @@
 //   bad_marker        M both ways (mpa_markers=2); an RDMA Write whose
 //                     leading marker has FPDUPTR 4 instead of 0: Terminate
 //                     LLP, MPA, marker error (2/0/0x03), nothing placed
+// Connecting to a peer that never answers:
+//   xiw_wire_inject mute ADDR PORT
+//                     a plain TCP listener that reads and never answers
+//   xiw_wire_inject destroy_connecting ADDR PORT
+//                     an rdma_cm client on xiw connects to it and destroys
+//                     its QP 1 s later, while xiw waits for the MPA Reply:
+//                     ibv_destroy_qp() must return within 3 s and the
+//                     connect must fail (regression: destroy waited for the
+//                     MPA timeout, 10 s, and a late Reply bound the dying
+//                     QP)
 // "selfcheck" frames the good cases' FPDUs (and FPDUs of every length)
 // with and without markers over a socketpair, reads them back, and checks
 // the marker layout worked out by hand below; no device involved.
@@ -1007,6 +1017,91 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 }
 
 // =============================================================================
+// A peer that never answers, and destroying a QP that connects to it
+// =============================================================================
+
+int run_mute(const char *addr, const char *port)
+{
+	g_case = "mute";
+	sockaddr_in sa{};
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons(static_cast<std::uint16_t>(std::atoi(port)));
+	if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1)
+		fail("bad address %s", addr);
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+	int one = 1;
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (l < 0 || bind(l, reinterpret_cast<sockaddr *>(&sa), sizeof(sa)) || listen(l, 16))
+		fail("listen on %s:%s: %s", addr, port, std::strerror(errno));
+	std::printf("wire_inject mute: listening on %s:%s\n", addr, port);
+	std::fflush(stdout);
+	// Reads whatever comes (an MPA Request), answers nothing; ends when
+	// the peer closes the connection.
+	int c = accept(l, nullptr, nullptr);
+	if (c < 0)
+		fail("accept: %s", std::strerror(errno));
+	char junk[512];
+	while (recv(c, junk, sizeof(junk), 0) > 0)
+		;
+	close(c);
+	close(l);
+	std::printf("wire_inject mute: connection closed by the peer: ok\n");
+	return 0;
+}
+
+int run_destroy_connecting(const char *addr, const char *port)
+{
+	g_case = "destroy_connecting";
+	rdma_event_channel *ch = rdma_create_event_channel();
+	rdma_cm_id *id = nullptr;
+	if (!ch || rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP))
+		die("rdma_create_id");
+	rdma_addrinfo *res = resolve(addr, port, false);
+	rdma_cm_event *ev = nullptr;
+	auto expect = [&](rdma_cm_event_type want) {
+		if (rdma_get_cm_event(ch, &ev))
+			die("rdma_get_cm_event");
+		const rdma_cm_event_type got = ev->event;
+		rdma_ack_cm_event(ev);
+		if (got != want)
+			fail("event %s, expected %s", rdma_event_str(got), rdma_event_str(want));
+	};
+	if (rdma_resolve_addr(id, nullptr, res->ai_dst_addr, 2000))
+		die("rdma_resolve_addr");
+	expect(RDMA_CM_EVENT_ADDR_RESOLVED);
+	if (rdma_resolve_route(id, 2000))
+		die("rdma_resolve_route");
+	expect(RDMA_CM_EVENT_ROUTE_RESOLVED);
+	ibv_qp_init_attr attr = xiw_test::rc_qp_attr(4, 4);
+	if (rdma_create_qp(id, nullptr, &attr))
+		die("rdma_create_qp");
+	rdma_conn_param p = xiw_test::conn_param();
+	if (rdma_connect(id, &p))
+		die("rdma_connect");
+	std::this_thread::sleep_for(std::chrono::seconds(1));
+	const auto t0 = std::chrono::steady_clock::now();
+	rdma_destroy_qp(id);
+	const double took =
+		std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+	// The connect ends, whatever librdmacm calls it.
+	if (rdma_get_cm_event(ch, &ev))
+		die("rdma_get_cm_event");
+	const rdma_cm_event_type got = ev->event;
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+	rdma_freeaddrinfo(res);
+	std::printf("wire_inject destroy_connecting: destroy took %.2f s, then %s", took,
+		    rdma_event_str(got));
+	if (took > 3.0 || got == RDMA_CM_EVENT_ESTABLISHED) {
+		std::printf(": FAIL\n");
+		return 1;
+	}
+	std::printf(": ok\n");
+	return 0;
+}
+
+// =============================================================================
 // Self-check: the marker framing against itself and the hand-made layout
 // =============================================================================
 
@@ -1069,9 +1164,15 @@ int main(int argc, char **argv)
 		return run_selfcheck();
 	if (argc == 4 && std::strcmp(argv[1], "listen") == 0)
 		return run_listener(argv[2], argv[3]);
+	if (argc == 4 && std::strcmp(argv[1], "mute") == 0)
+		return run_mute(argv[2], argv[3]);
+	if (argc == 4 && std::strcmp(argv[1], "destroy_connecting") == 0)
+		return run_destroy_connecting(argv[2], argv[3]);
 	if (argc == 4)
 		return run_inject(argv[1], argv[2], argv[3]);
-	std::fprintf(stderr, "usage: %s listen ADDR PORT | %s ADDR PORT CASE | %s selfcheck\n",
+	std::fprintf(stderr,
+		     "usage: %s listen|mute|destroy_connecting ADDR PORT | %s ADDR PORT CASE | "
+		     "%s selfcheck\n",
 		     argv[0], argv[0], argv[0]);
 	return 2;
 }
