@@ -15,6 +15,10 @@
 #                          dereg_mr blocked until the QP was destroyed)
 # Each must end in the right Terminate (or, stalled_write, a prompt
 # dereg_mr), with nothing placed that the case does not allow.
+# Then frmr_read_after_invalidate against a kernel ULP
+# (tests/kmod/xiw_frmr_victim.ko on host b): a Read Response held back by
+# a full TCP send buffer must not go on from pages its ULP got back by the
+# peer's Send with Invalidate (was: it sent them, reused).
 # Then destroy_connecting: an rdma_cm client on xiw1 connects to a plain
 # TCP listener on host a that never sends the MPA Reply and destroys its
 # QP meanwhile: the destroy must not wait for the peer (was: the MPA
@@ -32,6 +36,16 @@ cases=${XIW_HOSTILE_CASES:-"send_mo_after_message flush_no_type write_qp_denied 
 failed=
 client_cases "$log" 60 "$cases" "$inject"
 expect_lines "$log" '^wire_inject server: %s: .*: ok$' "$cases"
+[ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
+
+victim=${XIW_BUILD_DIR:?}/tests/kmod/xiw_frmr_victim.ko
+insmod "$victim" addr="$XIW_ADDR_B" port=7830
+on a timeout 120 "$inject" "$XIW_ADDR_B" 7830 frmr_read_after_invalidate ||
+	failed="$failed frmr_read_after_invalidate"
+rmmod xiw_frmr_victim
+dmesg | grep xiw_frmr_victim
+dmesg | grep -q 'xiw_frmr_victim: rkey .* invalidated by the peer, pages reused' ||
+	failed="$failed frmr_read_after_invalidate(no invalidation)"
 [ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
 
 mute_log=$XIW_OUT/hostile-peer-mute.log

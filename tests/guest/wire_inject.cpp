@@ -60,6 +60,18 @@
 //                     must return at once (regression: dereg_mr waited
 //                     for the Write until the QP was destroyed); the
 //                     client then resets the connection
+//   frmr_read_after_invalidate
+//                     against tests/kmod/xiw_frmr_victim.ko instead of the
+//                     listener (a kernel ULP whose buffer is a fast
+//                     registration, all octets 0xa5): an RDMA Read Request
+//                     of the whole region (16 MiB) with a small receive
+//                     buffer, so that most of the Read Response waits
+//                     behind a full TCP send buffer; then a Send with
+//                     Invalidate of its STag, on which the ULP reuses the
+//                     pages (fills them with 0x5a); then everything is
+//                     read: no octet may come from after the invalidation,
+//                     and the Read Response must stop (Terminate or end of
+//                     stream) (regression: it went on from the reused pages)
 //   quit              MPA only; ends the listener
 // and prints "wire_inject CASE: terminate layer L type T code C: ok".
 // None of these asks for MPA markers, and each fails if the Reply does.
@@ -702,6 +714,92 @@ int run_markers(int fd, const inject_target &t, mpa_dir &tx, mpa_dir &rx, const 
 	return 0;
 }
 
+// frmr_read_after_invalidate after the MPA exchange (no markers either
+// way): the Read Request, the Send with Invalidate, then everything xiw
+// sends, parsed once the stream ended.
+int run_frmr_read_after_invalidate(int fd, const inject_target &t, mpa_dir &tx)
+{
+	const auto fill = static_cast<u8>(t.word0);
+	xiw_hdr_read_req rh{};
+	xiw_ctrl_set(&rh.ddp.ctrl, sizeof(rh) - XIW_MPA_HDR_LEN, 0, 1, XIW_RDMAP_RV1,
+		     XIW_OP_READ_REQ);
+	xiw_untagged_set(&rh.ddp, 0, XIW_QN_READ_REQ, 1, 0);
+	rh.rreq.sink_stag = xiw_cpu_to_be32(sink_stag);
+	xiw_put_be64(&rh.rreq.sink_to, sink_to);
+	rh.rreq.read_size = xiw_cpu_to_be32(static_cast<u32>(t.len));
+	rh.rreq.src_stag = xiw_cpu_to_be32(t.rkey);
+	xiw_put_be64(&rh.rreq.src_to, t.addr);
+	std::vector<u8> fr = frame_fpdu(tx, &rh, sizeof(rh));
+	send_all(fd, fr.data(), fr.size());
+	std::this_thread::sleep_for(std::chrono::seconds(2));
+
+	xiw_ddp_untagged_hdr sh{};
+	constexpr std::size_t send_len = 16;
+	xiw_ctrl_set(&sh.ctrl, XIW_DDP_UNTAGGED_HLEN + send_len, 0, 1, XIW_RDMAP_RV1,
+		     XIW_OP_SEND_INV);
+	xiw_untagged_set(&sh, t.rkey, XIW_QN_SEND, 1, 0);
+	std::vector<u8> seg = bytes_of(sh);
+	seg.resize(seg.size() + send_len, 0x11);
+	fr = frame_fpdu(tx, seg.data(), seg.size());
+	send_all(fd, fr.data(), fr.size());
+	std::this_thread::sleep_for(std::chrono::seconds(2));
+
+	// All of it, until the end of the stream (a reset counts as one) or
+	// 10 s of silence.
+	std::vector<u8> in;
+	std::string end = "end of stream";
+	for (;;) {
+		pollfd pfd{fd, POLLIN, 0};
+		if (poll(&pfd, 1, 10000) != 1) {
+			end = "10 s of silence";
+			break;
+		}
+		u8 b[65536];
+		const ssize_t k = recv(fd, b, sizeof(b), 0);
+		if (k <= 0)
+			break;
+		in.insert(in.end(), b, b + k);
+	}
+	close(fd);
+	// The FPDUs in it (no markers: none asked), the last maybe torn.
+	std::size_t at = 0, read_back = 0, reused = 0;
+	while (at + XIW_MPA_HDR_LEN <= in.size()) {
+		const std::size_t ulpdu = static_cast<std::size_t>(in[at]) << 8 | in[at + 1];
+		const std::size_t len = XIW_MPA_HDR_LEN + ulpdu + xiw_mpa_pad_len(ulpdu) +
+					XIW_MPA_CRC_LEN;
+		if (at + len > in.size())
+			break; // cut by the reset
+		std::vector<u8> f(in.begin() + static_cast<std::ptrdiff_t>(at),
+				  in.begin() + static_cast<std::ptrdiff_t>(at + XIW_MPA_HDR_LEN + ulpdu));
+		at += len;
+		if (f.size() < sizeof(xiw_ctrl))
+			fail("an FPDU of %zu octets", f.size());
+		const unsigned opcode = xiw_rdmap_opcode(f[3]);
+		if (opcode == XIW_OP_TERMINATE && f.size() >= term_fixed) {
+			const xiw_hdr_terminate term = terminate_of(f);
+			end = xiw_test::strf("Terminate layer %u type %u code 0x%02x",
+					     xiw_term_layer(term.term.ctrl),
+					     xiw_term_etype(term.term.ctrl),
+					     xiw_term_ecode(term.term.ctrl));
+			break;
+		}
+		if (opcode != XIW_OP_READ_RESP || f.size() < sizeof(xiw_ddp_tagged_hdr))
+			fail("an FPDU with RDMAP control 0x%02x instead of a Read Response", f[3]);
+		for (std::size_t i = sizeof(xiw_ddp_tagged_hdr); i < f.size(); i++)
+			reused += f[i] != fill;
+		read_back += f.size() - sizeof(xiw_ddp_tagged_hdr);
+	}
+	std::printf("wire_inject frmr_read_after_invalidate: %zu of %" PRIu64
+		    " octets read back, %zu of them from the reused pages, then %s",
+		    read_back, t.len, reused, end.c_str());
+	if (reused || read_back >= t.len) {
+		std::printf(": FAIL\n");
+		return 1;
+	}
+	std::printf(": ok\n");
+	return 0;
+}
+
 struct expectation {
 	bool any_terminate; // short_immediate: whichever Terminate
 	unsigned layer, etype, ecode;
@@ -720,6 +818,11 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 		die("socket");
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (which == "frmr_read_after_invalidate") {
+		// A small window: the Read Response fills xiw's send buffer.
+		const int small = 4096;
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	}
 	if (connect(fd, reinterpret_cast<sockaddr *>(&sa), sizeof(sa)))
 		fail("connect to %s:%s: %s", addr, port, std::strerror(errno));
 
@@ -906,6 +1009,8 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 		std::printf("wire_inject %s: reset after %zu of %zu octets: ok\n", which.c_str(),
 			    stalled_write_sent, stalled_write_len);
 		return 0;
+	} else if (which == "frmr_read_after_invalidate") {
+		return run_frmr_read_after_invalidate(fd, t, tx);
 	} else if (which == "bad_marker") {
 		// The first FPDU starts at P=0, so it has a leading marker,
 		// whose FPDUPTR must be 0 (RFC 5044 §4.3).  4 is wrong with
