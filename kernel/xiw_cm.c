@@ -110,6 +110,8 @@ struct xiw_cep {
 	/* listener: its children reading their Request; child: entry */
 	struct list_head children;
 	unsigned int nchildren;
+	bool backlog_noted;		/* said so when it was reached */
+	u16 port;			/* listener: its local port */
 	struct list_head entry;
 	struct xiw_cep *listener;	/* child, while on listener->children */
 
@@ -911,8 +913,16 @@ static void xiw_listener_accept(struct xiw_cep *l)
 	struct xiw_cep *cep;
 	int rc;
 
-	while (l->state == XIW_CEP_LISTEN &&
-	       l->nchildren < max_t(uint, mpa_backlog, 1)) {
+	while (l->state == XIW_CEP_LISTEN) {
+		if (l->nchildren >= max_t(uint, mpa_backlog, 1)) {
+			/* Like TCP's SYN flood notice: once per listener. */
+			if (!l->backlog_noted)
+				ibdev_info(&l->xdev->ibdev,
+					   "listener on port %u: %u connections in the MPA exchange, accepting more once they complete (mpa_backlog)\n",
+					   l->port, l->nchildren);
+			l->backlog_noted = true;
+			break;
+		}
 		rc = kernel_accept(l->sock, &nsock, O_NONBLOCK);
 		if (rc)
 			break;
@@ -990,6 +1000,7 @@ static int xiw_listen_one(struct xiw_device *xdev, struct iw_cm_id *id,
 	xiw_cep_attach_sock(l, sock, NULL);
 	id->add_ref(id);
 	l->cm_id = id;
+	l->port = ntohs(inet_sk(sock->sk)->inet_sport);
 	l->state = XIW_CEP_LISTEN;
 	rc = kernel_listen(sock, backlog > 0 ? backlog : 16);
 	if (rc) {

@@ -14,7 +14,8 @@
 #   stalled_write          dereg_mr while a Write is half received (was:
 #                          dereg_mr blocked until the QP was destroyed)
 # Each must end in the right Terminate (or, stalled_write, a prompt
-# dereg_mr), with nothing placed that the case does not allow.
+# dereg_mr), with nothing placed that the case does not allow.  Before
+# them, a flood of half-open connections must be held to mpa_backlog.
 # Then frmr_read_after_invalidate against a kernel ULP
 # (tests/kmod/xiw_frmr_victim.ko on host b): a Read Response held back by
 # a full TCP send buffer must not go on from pages its ULP got back by the
@@ -30,10 +31,42 @@ source "$(dirname "$0")/datapath_lib.bash"
 inject=${XIW_BUILD_DIR:?}/tests/guest/xiw_wire_inject
 port=7810
 
+failed=
 log=$XIW_OUT/hostile-peer-server.log
 server_start "$log" "$inject" listen
+
+# Half-open flood: 200 connections that never send their MPA Request.
+# With mpa_backlog=50 xiw takes 50 of them into the MPA exchange; TCP's
+# accept queue (listen backlog 4) holds a few more; the rest wait for
+# their SYN to be answered.  Was: every one accepted, each held for
+# mpa_timeout.  Then the cases below show the listener still serves.
+params=/sys/module/xiw/parameters
+echo 50 >"$params/mpa_backlog"
+on a /usr/bin/python3 - "$XIW_ADDR_B" "$port" <<'PY' &
+import socket, sys, time
+conns = []
+for _ in range(200):
+    s = socket.socket()
+    s.setblocking(False)
+    try:
+        s.connect((sys.argv[1], int(sys.argv[2])))
+    except BlockingIOError:
+        pass
+    conns.append(s)
+time.sleep(8)
+PY
+flood=$!
+sleep 5
+held=$(ss -Htn state established "( sport = :$port )" | wc -l)
+wait "$flood"
+echo 128 >"$params/mpa_backlog"
+echo "half-open flood: $held of 200 connections established on the listener's side"
+if ((held > 60)); then
+	failed="$failed half_open_flood"
+fi
+dmesg | grep -q "listener on port $port: 50 connections in the MPA exchange" ||
+	failed="$failed half_open_flood(log)"
 cases=${XIW_HOSTILE_CASES:-"send_mo_after_message flush_no_type write_qp_denied stalled_write"}
-failed=
 client_cases "$log" 60 "$cases" "$inject"
 expect_lines "$log" '^wire_inject server: %s: .*: ok$' "$cases"
 [ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
