@@ -418,16 +418,14 @@ static struct xiw_mr *xiw_rx_target(struct xiw_qp *qp, u32 stag, u64 to,
 				    u32 len, bool whole, int access,
 				    u32 ext_access)
 {
-	struct xiw_device *xdev = to_xiw_dev(qp->ibqp.device);
 	enum xiw_access_error why = XIW_ACCESS_RIGHTS;
 	struct xiw_mr *mr = NULL;
 
-	if (!xiw_qp_grants(qp, access))
-		;
-	else if (whole)
-		mr = xiw_mr_get_region(xdev, qp->ibqp.pd, stag, access, &why);
-	else
-		mr = xiw_mr_get(xdev, qp->ibqp.pd, stag, to, len, access, &why);
+	if (!whole)
+		mr = xiw_rx_mr_get(qp, stag, to, len, access, &why);
+	else if (xiw_qp_grants(qp, access))
+		mr = xiw_mr_get_region(to_xiw_dev(qp->ibqp.device), qp->ibqp.pd,
+				       stag, access, &why);
 	if (mr && (mr->ext_access & ext_access) != ext_access) {
 		xiw_mr_put(mr);
 		mr = NULL;
