@@ -31,7 +31,11 @@
 #define XIW_TX_MARKERS (XIW_TX_VECS / 2)
 /*
  * Payloads up to this size are copied behind their header; longer ones go
- * to TCP straight from the registered pages, which spares a copy.
+ * to TCP straight from the registered pages, which spares a copy - unless
+ * the FPDU carries a CRC: TCP copies the pages later, and memory the
+ * consumer or the peer changes meanwhile (a Read of a region being
+ * written is legal, its data undefined) would no longer match the CRC,
+ * which ends the stream.  The CRC must cover what is sent.
  */
 #define XIW_TX_COPY_MAX XIW_MAX_INLINE
 /* Loopback's MSS is near 64 KiB: keep several FPDUs per push. */
@@ -708,7 +712,7 @@ static bool xiw_tx_frame_message(struct xiw_qp *qp)
 		u32 n = min(wqe->bytes - tx->cur_sent, max);
 		bool end = tx->cur_sent + n == wqe->bytes;
 		u32 ulpdu = hdr_size - XIW_MPA_HDR_LEN + n;
-		bool copy = n <= XIW_TX_COPY_MAX ||
+		bool copy = n <= XIW_TX_COPY_MAX || qp->conn.crc ||
 			    sqe->flags & XIW_SQE_INLINE || wqe->copy_only;
 		union xiw_hdr *hdr = xiw_tx_frame_begin(qp, hdr_size,
 							copy ? n : 0,
@@ -977,7 +981,8 @@ static int xiw_tx_frame_read_response(struct xiw_qp *qp,
 {
 	u32 hdr_size = sizeof(struct xiw_ddp_tagged_hdr);
 	u32 n = min(e->len - e->sent, xiw_tx_max_payload(qp, hdr_size));
-	bool copy = n <= XIW_TX_COPY_MAX || (e->mr && e->mr->fast_reg);
+	bool copy = n <= XIW_TX_COPY_MAX || qp->conn.crc ||
+		    (e->mr && e->mr->fast_reg);
 	struct xiw_ddp_tagged_hdr *h;
 
 	if (n && !xiw_mr_named(e->mr, e->stag))
