@@ -5,8 +5,19 @@
 # command's business.
 XIW_USER_FAULTS='traps: .*\[[0-9]+\] .* in [^ ]+\['
 XIW_KERNEL_PROBLEMS='WARNING:|BUG:|kernel BUG at|Oops|refcount_t|list_add corruption|list_del corruption|general protection|hung_task|blocked for more than|UBSAN|KASAN|Kernel panic|Call Trace:'
+# What the sanitizer kernel (scripts/guest --debug-kernel) adds.  Most of its
+# reports already match the list above: lockdep's ("WARNING: possible
+# circular locking dependency detected", "WARNING: inconsistent lock state",
+# "WARNING: suspicious RCU usage", "WARNING: possible recursive locking"),
+# "BUG: sleeping function called from invalid context", "BUG: KASAN:",
+# "UBSAN:", "watchdog: BUG: soft lockup", hung tasks, and ODEBUG (a WARN).
+# Not matched above: SLUB debugging's "BUG kmalloc-64 (Not tainted): ...",
+# a hard lockup, and ODEBUG/lockdep lines named for themselves.
+# shellcheck disable=SC2034 # used by scripts/guest
+XIW_KERNEL_PROBLEMS_DEBUG='BUG [^ ]+ \((Not tainted|Tainted: [^)]*)\): |hard LOCKUP|ODEBUG:|possible circular locking|inconsistent lock state|suspicious RCU usage|sleeping function called from invalid context|soft lockup'
 
-# xiw_kernel_problems: the problem lines of the kernel log on stdin, once each.
+# xiw_kernel_problems [EXTRA_ERE]: the problem lines of the kernel log on
+# stdin, once each; EXTRA_ERE adds patterns (e.g. XIW_KERNEL_PROBLEMS_DEBUG).
 xiw_kernel_problems() {
-	grep -E "$XIW_KERNEL_PROBLEMS" | grep -vE "$XIW_USER_FAULTS" | sort -u || true
+	grep -E "$XIW_KERNEL_PROBLEMS${1:+|$1}" | grep -vE "$XIW_USER_FAULTS" | sort -u || true
 }

@@ -13,6 +13,12 @@
 #      is in the image on the host even though the guest powered itself off
 #      (sysrq o), which the harness reports as 125 "GUEST DIED"
 # Without a built xiw.ko, check 4 uses rxe in host b and an empty host a.
+# With XIW_DEBUG_KERNEL=1 every guest boots the sanitizer kernel
+# (scripts/guest --debug-kernel), and two more checks run:
+#   6. a use-after-free (lkdtm READ_AFTER_FREE) fails the run with KASAN's
+#      report (123)
+#   7. leaked memory (the kmemleak-test module) fails the run with
+#      kmemleak's report (123), saved as .xiw/kmemleak
 
 set -euo pipefail
 
@@ -138,10 +144,31 @@ check_disk() {
 	rm -f "$img"
 }
 
+check_kasan() {
+	local cmd='modprobe lkdtm && echo READ_AFTER_FREE >/sys/kernel/debug/provoke-crash/DIRECT'
+	guest 123 "--debug-kernel, use-after-free" --no-xiw -- sh -c "$cmd" || return 0
+	expect_output 'KERNEL PROBLEM' "a KASAN report failed the run"
+	expect_output 'BUG: KASAN: (slab-)?use-after-free in lkdtm_READ_AFTER_FREE' "KASAN's report is shown"
+}
+
+check_kmemleak() {
+	guest 123 "--debug-kernel, leak" --no-xiw -- modprobe kmemleak-test || return 0
+	expect_output 'KMEMLEAK: [0-9]+ unreferenced object' "kmemleak's report failed the run"
+	if grep -q 'unreferenced object' "$OUT/.xiw/kmemleak" 2>/dev/null; then
+		pass "kmemleak's report is saved in .xiw/kmemleak"
+	else
+		failed "no unreferenced object in $OUT/.xiw/kmemleak"
+	fi
+}
+
 check_exit_status
 check_warning
 check_timeout
 check_two_hosts
 check_disk
+if [[ ${XIW_DEBUG_KERNEL:-0} == 1 ]]; then
+	check_kasan
+	check_kmemleak
+fi
 echo "selftest: $PASSED passed, $FAILED failed"
 ((FAILED == 0))
