@@ -1276,6 +1276,20 @@ static void xiw_tx_execute_local(struct xiw_qp *qp, struct xiw_wqe *wqe)
 }
 
 /* Picks and frames the next work; false when there is none or no room. */
+/*
+ * The current work request waits, for an ORD slot or for its fence, and
+ * has framed nothing yet, so the stream is between messages: the peer's
+ * requests are still answered.  Otherwise a peer whose own Reads wait for
+ * our Read Responses while it holds back the responses to ours would wait
+ * for us forever, and we for it.  Always false: the caller stops until a
+ * response, a new request or TCP space brings it back.
+ */
+static bool xiw_tx_frame_responses_only(struct xiw_qp *qp)
+{
+	xiw_tx_frame_responses(qp);
+	return false;
+}
+
 static bool xiw_tx_frame_next(struct xiw_qp *qp)
 {
 	struct xiw_qp_tx *tx = &qp->tx;
@@ -1315,7 +1329,7 @@ static bool xiw_tx_frame_next(struct xiw_qp *qp)
 	 */
 	if (tx->cur->sqe.flags & XIW_SQE_FENCE && !tx->cur_sent &&
 	    xiw_tx_requests_outstanding(qp))
-		return false;
+		return xiw_tx_frame_responses_only(qp);
 	if (xiw_wr_is_local(tx->cur->sqe.opcode)) {
 		xiw_tx_execute_local(qp, tx->cur);
 		tx->cur = NULL;
@@ -1323,7 +1337,7 @@ static bool xiw_tx_frame_next(struct xiw_qp *qp)
 	}
 	if (xiw_wr_is_request(tx->cur->sqe.opcode)) {
 		if (!xiw_tx_issue_request(qp))
-			return false;
+			return xiw_tx_frame_responses_only(qp);
 		/* Completed by its response (xiw_qp_rx.c). */
 		tx->cur = NULL;
 		return true;

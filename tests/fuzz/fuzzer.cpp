@@ -348,6 +348,8 @@ public:
 	bool dry = false;     // selfcheck: nothing goes out
 	bool closing = false; // we sent our FIN: the peer's is no outcome
 	bool deaf = false;    // read nothing (a seed's "deaf 1")
+	bool rtr_broken = false;
+	bool track = false; // seed files: every QN 1 request we send is owed an answer
 	u8 expect_rtr = 0xff; // responder mode: the RTR xiw owes us
 	u32 rtr_sink = 0;
 
@@ -575,6 +577,12 @@ bool session::open(const conn_cfg &c, std::string &why)
 			s = spec_from_template(find_template("send"));
 			s.msn = msn_out[XIW_QN_SEND];
 		}
+		// Another RTR than the Reply asked for, or none: xiw may take a
+		// later zero-length message for it.
+		if (!(c.rtr == RTR_AUTO && !c.rtr_len) && p2p) {
+			dirty();
+			rtr_broken = true;
+		}
 		if (r != RTR_NONE) {
 			if (c.rtr_len) {
 				s.pk = PK_FILL;
@@ -688,6 +696,33 @@ void session::send_frame(frame_spec s)
 	if (!s.mutation.empty())
 		g.mutations[s.mutation]++;
 	sent.push_back(r);
+	if (track && s.trunc < 0 && !s.desync && seg.size() >= sizeof(xiw_ddp_untagged_hdr)) {
+		// A well-formed request of ours, as the responder must see it.
+		const xiw_raw::seg_view v(seg);
+		const op_template *tp = template_of(v.rv, v.opcode);
+		if (!v.tagged && v.qn == XIW_QN_READ_REQ && v.last && tp && tp->qn == XIW_QN_READ_REQ &&
+		    seg.size() >= v.hdr_len + tp->fields.size() * 4) {
+			out_req o(static_cast<u8>(v.opcode));
+			o.checked = false;
+			o.frame = sent.size() - 1;
+			const u8 *h = seg.data() + v.hdr_len;
+			if (v.opcode == XIW_OP_READ_REQ && seg.size() >= v.hdr_len + 28) {
+				o.sink_stag = get_be32(h);
+				o.sink_to = get_be64(h + 4);
+				o.size = get_be32(h + 12);
+			} else if (v.opcode == XIW_OP_ATOMIC_REQ && seg.size() >= v.hdr_len + 8) {
+				o.req_id = get_be32(h + 4);
+			} else if (v.opcode == XIW_OP_VERIFY_REQ) {
+				const fz_region *rg = nullptr;
+				for (const auto &x : t.regions)
+					if (x.stag && x.stag == get_be32(h))
+						rg = &x;
+				o.hash_kind = rg && rg->rights & RT_VS ? 2 : 1;
+			}
+			if (v.opcode != XIW_OP2_READ_REQ_V2)
+				outq.push_back(o);
+		}
+	}
 	action a;
 	a.k = action::FRAME;
 	a.f = s;
@@ -1045,7 +1080,8 @@ void session::handle_incoming(const bytes &seg, const xiw_raw::seg_view &v)
 	}
 	if (act_qn1.empty()) {
 		anomaly(where, "a request from xiw that the victim never posted: " +
-				       seg_label(v.ddp_ctrl, v.rdmap_ctrl));
+				       seg_label(v.ddp_ctrl, v.rdmap_ctrl) + " (posted: " +
+				       actions_text(cfg.hello) + (ext ? "" : ", no extensions") + ")");
 		return;
 	}
 	const unsigned k = act_qn1.front();
@@ -1172,7 +1208,7 @@ std::string session::finish()
 			at = first_bad >= 0 ? first_bad : static_cast<int>(sent.size()) - 1;
 		const sent_rec &r = sent[static_cast<std::size_t>(at)];
 		// A valid frame (and all before it) that drew an end it may not.
-		if (r.valid && first_bad < 0) {
+		if (r.valid && first_bad < 0 && !rtr_broken) {
 			// Allowed by that frame, or (a Terminate that quotes no
 			// header) by any: e.g. a Verify whose hash a later Write
 			// made stale.
@@ -2591,6 +2627,7 @@ void run_seed(const std::string &name, const fz_case &fc, long long start)
 		return;
 	}
 	g_fail_in_a_row = 0;
+	s.track = true;
 	rng r(0x5eed);
 	generator gen(r, s);
 	std::vector<std::string> expects;
@@ -2654,6 +2691,7 @@ void run_seed(const std::string &name, const fz_case &fc, long long start)
 		while (!s.dead && now_ms() < until)
 			s.pump(20);
 	}
+	const std::size_t unanswered = s.outq.size();
 	if (s.fd >= 0)
 		s.close_fin();
 	const std::string out = s.finish();
@@ -2662,6 +2700,8 @@ void run_seed(const std::string &name, const fz_case &fc, long long start)
 		bool met;
 		if (e == "alive")
 			met = out == "alive";
+		else if (e == "answered")
+			met = out == "alive" && !unanswered;
 		else if (e == "closed")
 			met = out == "closed" || out == "reset" || out[0] == 'T';
 		else if (e == "term")
@@ -2672,7 +2712,8 @@ void run_seed(const std::string &name, const fz_case &fc, long long start)
 			met = true;
 		if (!met) {
 			verdict = "FAIL: expected " + e;
-			anomaly(where, "expected " + e + ", got " + out);
+			anomaly(where, "expected " + e + ", got " + out +
+					       (unanswered ? strf(", %zu requests unanswered", unanswered) : ""));
 		}
 	}
 	g.seed_results.push_back(name + ": " + out + ": " + verdict);
@@ -3278,8 +3319,8 @@ int run_respond()
 		const bytes rep = hostile_reply(r, req, h, good, what, p2p, rtr_op, mrx, fatal);
 		bool sent_ok = send(fd, rep.data(), rep.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(rep.size());
 		if (!good || !sent_ok) {
-			// What xiw makes of it: it must not go on as if connected.
-			s.pump(0);
+			// What xiw makes of it: after a Reply it must refuse, nothing
+			// (one it may take goes on unchecked: we close).
 			const long long u2 = now_ms() + 2000;
 			std::string outcome = "silence";
 			const std::size_t had = buf.size();

@@ -20,8 +20,9 @@
 //   deaf 1 | deaf 0       stop (resume) reading from the socket: what xiw
 //                         sends stays in TCP's queues until then
 //   fin | rst             end the connection: FIN, or RST (SO_LINGER 0)
-//   expect WHAT           at the end of the case: alive | closed | term
-//                         (any Terminate) | term L/T/C
+//   expect WHAT           at the end of the case: alive | answered (alive,
+//                         and every well-formed QN 1 request answered) |
+//                         closed | term (any Terminate) | term L/T/C
 // Values: numbers (0x.. or decimal, may be negative), or a region name of
 // fuzz_proto.h (rw ro wo local atomic flush otherpd dereg recv sink src):
 // its STag in STag fields (NAME, NAME^X flips key bits, NAME+X moves the
@@ -34,6 +35,9 @@
 #include "fuzz_proto.h"
 #include "raw_peer.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
