@@ -71,7 +71,7 @@ client_cases "$log" 60 "$cases" "$inject"
 expect_lines "$log" '^wire_inject server: %s: .*: ok$' "$cases"
 [ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
 
-victim=${XIW_BUILD_DIR:?}/tests/kmod/xiw_frmr_victim.ko
+victim=${XIW_TEST_KMOD_DIR:?set by scripts/guest}/xiw_frmr_victim.ko
 insmod "$victim" addr="$XIW_ADDR_B" port=7830
 on a timeout 120 "$inject" "$XIW_ADDR_B" 7830 frmr_read_after_invalidate ||
 	failed="$failed frmr_read_after_invalidate"

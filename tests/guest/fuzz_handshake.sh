@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# guest-options: --hosts 1
+# guest-timeout: 900
+# MPA connection setup under attack (tests/fuzz/), both ways.
+# 1. xiw as responder: xiw_fuzz handshake sends random and mutated MPA
+#    Requests (keys, revision, flags, private data of 0..65535 octets,
+#    truncated, dripped an octet at a time) to xiw_fuzz_victim's rdma_cm
+#    listener on xiw0; a well-formed Request must get a Reply.  Then a
+#    half-open flood: XIW_FUZZ_FLOOD connections (default 300; a long run
+#    takes 10000) that send nothing or part of a Request and stay open,
+#    during which a good connection (MPA, a Send and an RDMA Read) must be
+#    served.
+# 2. xiw as initiator: the victim in client mode rdma_connect()s
+#    XIW_FUZZ_CONNS times (default 60) to xiw_fuzz respond, a hostile MPA
+#    responder: mutated Replies, then mutated answers to the victim's
+#    Reads, Atomics, Flushes..., responses that match nothing, Terminates.
+# XIW_FUZZ_SEED fixes the seed (printed otherwise), XIW_FUZZ_CASES the
+# number of handshake cases (default 300).  Fails on an anomaly (e.g. a
+# well-formed Request not answered, a malformed MPA frame from xiw), on a
+# victim check (canaries, completions, hangs) or when a side stops early;
+# the harness adds the kernel log and `rmmod xiw`.
+set -euo pipefail
+
+# Copies, so that a rebuild on the host does not pull them away mid-run.
+bin=$(mktemp -d)
+cp "${XIW_BUILD_DIR:?set by scripts/guest}/tests/fuzz/xiw_fuzz" \
+	"$XIW_BUILD_DIR/tests/fuzz/xiw_fuzz_victim" "$bin/"
+fuzz=$bin/xiw_fuzz
+victim=$bin/xiw_fuzz_victim
+addr=${XIW_ADDR_A:?}
+cases=${XIW_FUZZ_CASES:-300}
+flood=${XIW_FUZZ_FLOOD:-300}
+conns=${XIW_FUZZ_CONNS:-60}
+seed=()
+[ -z "${XIW_FUZZ_SEED:-}" ] || seed=(--seed "$XIW_FUZZ_SEED")
+failed=
+
+# run_pair NAME VICTIM_ARGS -- FUZZ_ARGS: the victim and the fuzzer side by
+# side; the victim is started first unless it is the client.
+run_pair() {
+	local name=$1 vlog=$XIW_OUT/fuzz-$1-victim.log flog=$XIW_OUT/fuzz-$1.log
+	local -a vargs=() fargs=()
+	shift
+	while [ "$1" != -- ]; do
+		vargs+=("$1")
+		shift
+	done
+	shift
+	fargs=("$@")
+	local vpid frc=0 vrc=0
+	if [ "${vargs[0]}" = listen ]; then
+		timeout 1500 "$victim" "${vargs[@]}" >"$vlog" 2>&1 &
+		vpid=$!
+		for _ in $(seq 1 100); do
+			grep -q listening "$vlog" && break
+			sleep 0.1
+		done
+		timeout 1200 "$fuzz" "${fargs[@]}" >"$flog" 2>&1 || frc=$?
+	else
+		timeout 1200 "$fuzz" "${fargs[@]}" >"$flog" 2>&1 &
+		local fpid=$!
+		for _ in $(seq 1 100); do
+			grep -q listening "$flog" && break
+			sleep 0.1
+		done
+		timeout 1500 "$victim" "${vargs[@]}" >"$vlog" 2>&1 &
+		vpid=$!
+		wait "$fpid" || frc=$?
+	fi
+	# A victim stuck in the kernel ignores signals: left behind.
+	local i
+	for i in $(seq 1 350); do
+		kill -0 "$vpid" 2>/dev/null || break
+		[ "$i" != 300 ] || kill "$vpid" 2>/dev/null || true
+		sleep 0.1
+	done
+	if kill -0 "$vpid" 2>/dev/null; then
+		echo "$name: the victim is stuck: still there 35 s after the fuzzer ended"
+		vrc=stuck
+	else
+		wait "$vpid" || vrc=$?
+	fi
+	echo "== $name"
+	grep -E '^fuzz: (seed|flood|ANOMALY|the victim)' "$flog" || true
+	sed -n '/^== fuzz summary/,$p' "$flog" | grep -vE '^[0-9a-z:]+ +[0-9. ]+$' || true
+	grep -E 'FAIL|HANG|FATAL|^victim summary' "$vlog" || true
+	[ "$frc" = 0 ] || failed="$failed $name-fuzzer($frc)"
+	[ "$vrc" = 0 ] || failed="$failed $name-victim($vrc)"
+	! grep -q 'HANG' "$vlog" || failed="$failed $name-victim-hang"
+	! grep -q ': FAIL' "$vlog" || failed="$failed $name-victim-checks"
+	return 0
+}
+
+run_pair handshake listen "$addr" 7950 --conn-seconds 60 --hang-seconds 20 -- \
+	handshake --addr "$addr" --port 7950 --cases "$cases" --flood "$flood" --quit \
+	--progress "$XIW_OUT/fuzz-progress.txt" --kmsg "${seed[@]}"
+run_pair respond client "$addr" 7960 "$conns" --conn-seconds 30 --hang-seconds 20 -- \
+	respond --addr "$addr" --port 7960 --cases "$conns" \
+	--progress "$XIW_OUT/fuzz-progress.txt" --kmsg "${seed[@]}"
+
+if [ -n "$failed" ]; then
+	echo "FAIL:$failed (logs in $XIW_OUT)"
+	exit 1
+fi
+echo "fuzz handshake: ok"

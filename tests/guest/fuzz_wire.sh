@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# guest-options: --hosts 1
+# guest-timeout: 600
+# A stateful wire fuzzer against xiw (tests/fuzz/): xiw_fuzz_victim, an
+# rdma_cm listener on xiw0 that exposes regions of every kind of rights
+# between canaries, and xiw_fuzz, a raw TCP peer that speaks MPA, DDP and
+# RDMAP itself (correct CRCs and markers, so its frames reach DDP/RDMAP).
+# First the seed corpus (tests/fuzz/seeds/*.seed: regressions, known
+# crashes), then generated cases from one random seed (printed; replay with
+# XIW_FUZZ_SEED) until XIW_FUZZ_FRAMES frames (default 20000) or
+# XIW_FUZZ_SECONDS seconds (default 420, times XIW_TIME_FACTOR; fewer
+# frames than asked for fail).  A long run is the same script
+# with bigger numbers (e.g. XIW_FUZZ_FRAMES=200000 XIW_FUZZ_SECONDS=3000 and
+# scripts/guest --timeout 3600).  XIW_FUZZ_SKIP=name,name leaves seed files
+# out (e.g. a known crash while looking for others).
+# Fails if the victim saw a canary or a region without the right changed,
+# a work completion it cannot explain, or a hang (its watchdog), if the
+# fuzzer saw something a correct peer never does (an anomaly: a response
+# to no request, a bad CRC, wrong data, a request answered that must be
+# refused, a seed's expectation unmet), or if either stopped early.  The
+# harness adds the kernel log (WARNING/BUG/Oops) and `rmmod xiw`.
+# Prints the frames sent, connections, the (opcode, outcome) table and the
+# Terminates by layer/type/code.
+set -euo pipefail
+# shellcheck source=../../scripts/lib/guest-devices.bash
+source "$(dirname "$0")/../../scripts/lib/guest-devices.bash"
+
+# Copies, so that a rebuild on the host does not pull them away mid-run.
+bin=$(mktemp -d)
+cp "${XIW_BUILD_DIR:?set by scripts/guest}/tests/fuzz/xiw_fuzz" \
+	"$XIW_BUILD_DIR/tests/fuzz/xiw_fuzz_victim" "$bin/"
+fuzz=$bin/xiw_fuzz
+victim=$bin/xiw_fuzz_victim
+corpus=${XIW_REPO:?}/tests/fuzz/seeds
+addr=${XIW_ADDR_A:?}
+port=7900
+frames=${XIW_FUZZ_FRAMES:-20000}
+# A limit for slow guests, not a goal: fewer frames than asked for fail.
+seconds=$((${XIW_FUZZ_SECONDS:-420} * ${XIW_TIME_FACTOR:-1}))
+params=/sys/module/xiw/parameters
+
+"$fuzz" selfcheck --corpus "$corpus"
+
+# The region with the flush-to-persistence right needs a file on a file
+# system that writes back (not tmpfs).
+scratch_fs /mnt/xiw-fuzz
+
+vlog=$XIW_OUT/fuzz-victim.log
+flog=$XIW_OUT/fuzz-wire.log
+: >"$XIW_OUT/fuzz-progress.txt"
+# Each connection lives at most 60 s; a teardown call that takes 20 s is a
+# hang.
+timeout $((seconds + 600)) "$victim" listen "$addr" "$port" --conn-seconds 60 \
+	--hang-seconds 20 --file /mnt/xiw-fuzz/victim.dat >"$vlog" 2>&1 &
+vpid=$!
+for _ in $(seq 1 100); do
+	grep -q listening "$vlog" && break
+	sleep 0.1
+done
+grep -q listening "$vlog" || { echo "FAIL: the victim did not start"; cat "$vlog"; exit 1; }
+
+args=(wire --addr "$addr" --port "$port" --corpus "$corpus" --frames "$frames"
+	--seconds "$seconds" --set-params --kmsg --progress "$XIW_OUT/fuzz-progress.txt"
+	--dump-dir "$XIW_OUT/fuzz-cases" --quit)
+[ -z "${XIW_FUZZ_SEED:-}" ] || args+=(--seed "$XIW_FUZZ_SEED")
+[ -z "${XIW_FUZZ_SKIP:-}" ] || args+=(--skip "$XIW_FUZZ_SKIP")
+frc=0
+timeout $((seconds + 300)) "$fuzz" "${args[@]}" >"$flog" 2>&1 || frc=$?
+echo 0 >"$params/mpa_markers"
+echo 1 >"$params/mpa_crc"
+
+# The victim ends after the fuzzer's last connection (HF_QUIT); a victim
+# still running then is stuck (its log says where), maybe in the kernel
+# where no signal reaches it: then it is left behind.
+vrc=0
+end_victim() {
+	local i
+	for i in $(seq 1 350); do
+		kill -0 "$vpid" 2>/dev/null || break
+		[ "$i" != 300 ] || kill "$vpid" 2>/dev/null || true
+		sleep 0.1
+	done
+	if kill -0 "$vpid" 2>/dev/null; then
+		echo "the victim is stuck: still there 35 s after the fuzzer ended"
+		vrc=stuck
+	else
+		wait "$vpid" || vrc=$?
+	fi
+}
+end_victim
+
+# The fuzzer's run: its seed, the seed files' results, the summary.
+grep -E '^fuzz: (seed|wire)|^fuzz: ANOMALY|^fuzz: wrote|^fuzz: the victim' "$flog" || true
+sed -n '/^== fuzz summary/,$p' "$flog"
+echo "== victim"
+grep -E 'FAIL|HANG|FATAL|^victim summary|note:' "$vlog" || true
+
+failed=
+[ "$frc" = 0 ] || failed="$failed fuzzer($frc)"
+[ "$vrc" = 0 ] || failed="$failed victim($vrc)"
+grep -q 'HANG' "$vlog" && failed="$failed victim-hang"
+grep -q ': FAIL' "$vlog" && failed="$failed victim-checks"
+sent=$(sed -n 's/^== fuzz summary: \([0-9]*\) frames.*/\1/p' "$flog")
+if [ -z "$sent" ]; then
+	failed="$failed no-summary"
+elif [ "$sent" -lt "$frames" ]; then
+	failed="$failed only-$sent-of-$frames-frames-in-${seconds}s"
+fi
+if [ -n "$failed" ]; then
+	echo "FAIL:$failed (logs: $flog $vlog; cases: $XIW_OUT/fuzz-progress.txt)"
+	tail -n 20 "$flog"
+	exit 1
+fi
+echo "fuzz wire: ok"
