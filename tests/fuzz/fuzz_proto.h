@@ -17,9 +17,12 @@
 #ifndef XIW_TESTS_FUZZ_PROTO_H
 #define XIW_TESTS_FUZZ_PROTO_H
 
+#include <cstdarg>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <string>
 
 namespace xiw_fuzz {
 
@@ -314,6 +317,24 @@ inline bool hello_decode(const void *p, std::size_t n, fz_hello &h)
 	if (h.n_actions > max_actions)
 		h.n_actions = max_actions;
 	return true;
+}
+
+// ---------------------------------------------------------------------------
+// Both programs' messages: printf into a string (up to 2047 characters).
+__attribute__((format(printf, 1, 0))) inline std::string vstrf(const char *fmt, va_list ap)
+{
+	char b[2048];
+	std::vsnprintf(b, sizeof(b), fmt, ap);
+	return b;
+}
+
+__attribute__((format(printf, 1, 2))) inline std::string strf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	std::string s = vstrf(fmt, ap);
+	va_end(ap);
+	return s;
 }
 
 } // namespace xiw_fuzz

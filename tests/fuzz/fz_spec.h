@@ -44,6 +44,8 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 namespace xiw_fuzz {
@@ -107,11 +109,13 @@ inline void rand_fill(u64 seed, u8 *p, std::size_t n)
 // ---------------------------------------------------------------------------
 // Symbolic values
 
-inline int region_by_name(const std::string &n)
+// The I < N whose NAME(I) is T, or -1: a name of the text form back to
+// the value it names.
+template <class Name> int name_index(const std::string &t, unsigned n, Name name)
 {
-	for (unsigned k = 0; k < R_COUNT; k++)
-		if (n == region_name(k))
-			return static_cast<int>(k);
+	for (unsigned i = 0; i < n; i++)
+		if (t == name(i))
+			return static_cast<int>(i);
 	return -1;
 }
 
@@ -262,7 +266,7 @@ inline bool parse_sym(const std::string &t, sym &s)
 	if (name == "req") {
 		s.k = sym::req;
 	} else {
-		const int r = region_by_name(name);
+		const int r = name_index(name, R_COUNT, region_name);
 		if (r < 0)
 			return false;
 		s.k = sym::reg;
@@ -373,12 +377,7 @@ inline const op_template *template_of(unsigned rv, unsigned opcode)
 		if (std::string(t.name) != "raw" && t.rv == rv && t.opcode == opcode)
 			return &t;
 	// RV 2 carries the RFC 5040/7306 messages too (draft-wood §4.1).
-	if (rv == 2)
-		for (const auto &t : op_templates())
-			if (std::string(t.name) != "raw" && t.rv == 1 && t.opcode == opcode &&
-			    opcode < 0x10)
-				return &t;
-	return nullptr;
+	return rv == 2 && opcode < 0x10 ? template_of(1, opcode) : nullptr;
 }
 
 // ---------------------------------------------------------------------------
@@ -643,165 +642,176 @@ inline std::vector<std::string> split_words(const std::string &line)
 	return w;
 }
 
+// The items of a comma-separated list.
+inline std::vector<std::string> split_list(const std::string &v)
+{
+	std::vector<std::string> items;
+	std::istringstream in(v);
+	std::string x;
+	while (std::getline(in, x, ','))
+		items.push_back(x);
+	return items;
+}
+
+// The parsers' way out: WHY says what is wrong.
+inline bool parse_error(std::string &why, std::string what)
+{
+	why = std::move(what);
+	return false;
+}
+
+// Hands each of the words W[FIRST..] to TAKE(KEY, VALUE, WORD), split at
+// its first '='.  False at the first word that is no KEY=VALUE or that
+// TAKE refuses, with WHY.
+template <class Take>
+bool parse_keys(const std::vector<std::string> &w, std::size_t first, std::string &why, Take take)
+{
+	for (std::size_t i = first; i < w.size(); i++) {
+		const std::size_t eq = w[i].find('=');
+		if (eq == std::string::npos)
+			return parse_error(why, "expected KEY=VALUE: " + w[i]);
+		if (!take(w[i].substr(0, eq), w[i].substr(eq + 1), w[i]))
+			return false;
+	}
+	return true;
+}
+
+// The numeric keys of a line: each names the field its number goes into,
+// converted to that field's type.
+using num_slot = std::variant<u8 *, u16 *, u32 *, int *, bool *, std::optional<bool> *,
+			      std::optional<u8> *, std::optional<u32> *>;
+using num_key = std::pair<const char *, num_slot>;
+
+// The type a number is converted to for a field of type T.
+template <class T> struct slot_value {
+	using type = T;
+};
+template <class T> struct slot_value<std::optional<T>> {
+	using type = T;
+};
+
+// The field KEYS names K, or nullptr.
+template <std::size_t N> const num_slot *num_key_slot(const num_key (&keys)[N], const std::string &k)
+{
+	for (const auto &[name, slot] : keys)
+		if (k == name)
+			return &slot;
+	return nullptr;
+}
+
+// Stores N into the field of SLOT.
+inline void set_num(const num_slot &slot, u64 n)
+{
+	std::visit([n]<class T>(T *to) { *to = static_cast<typename slot_value<T>::type>(n); }, slot);
+}
+
+// "payload=WHAT" of a frame line (its length is len=).
+inline bool parse_payload(const std::string &v, frame_spec &s)
+{
+	u64 n;
+	if (v == "send") {
+		s.pk = PK_SEND;
+	} else if (v.starts_with("rand:") && parse_num(v.substr(5), n)) {
+		s.pk = PK_RAND;
+		s.pseed = n;
+	} else if (v.starts_with("fill:") && parse_num(v.substr(5), n)) {
+		s.pk = PK_FILL;
+		s.pseed = n & 0xff;
+	} else if (v.starts_with("fake:")) {
+		const std::size_t c = v.find(':', 5);
+		u64 b;
+		if (c == std::string::npos || !parse_num(v.substr(5, c - 5), n) ||
+		    !parse_num(v.substr(c + 1), b))
+			return false;
+		s.pk = PK_FAKE;
+		s.pseed = n << 32 | (b & 0xffffffffu);
+	} else if (v.starts_with("hex:") && parse_hex(v.substr(4), s.phex)) {
+		s.pk = PK_HEX;
+	} else {
+		return false;
+	}
+	return true;
+}
+
 // "frame OP k=v ...": the template's defaults, then the keys.  The fields
 // not given keep the template's defaults (MSN 1, MO 0, zeros, L set).
 inline bool parse_frame(const std::vector<std::string> &w, frame_spec &s, std::string &why)
 {
-	if (w.size() < 2 || !find_template(w[1])) {
-		why = "unknown frame template " + (w.size() > 1 ? w[1] : std::string("(none)"));
-		return false;
-	}
+	if (w.size() < 2 || !find_template(w[1]))
+		return parse_error(why, "unknown frame template " +
+						(w.size() > 1 ? w[1] : std::string("(none)")));
 	s = spec_from_template(find_template(w[1]));
-	bool ddp_given = false;
+	// Applied once all keys are in: ddp= wins over t=, l= and dv=, len=
+	// gives a payload kind only if payload= does not.
+	std::optional<u8> ddp;
+	std::optional<u32> len;
 	std::optional<bool> t_bit, l_bit;
 	std::optional<unsigned> dv, rv, op;
-	for (std::size_t i = 2; i < w.size(); i++) {
-		const std::size_t eq = w[i].find('=');
-		if (eq == std::string::npos) {
-			why = "expected KEY=VALUE: " + w[i];
-			return false;
-		}
-		const std::string k = w[i].substr(0, eq), v = w[i].substr(eq + 1);
+	const num_key nums[] = {
+		{"ddp", &ddp}, {"rctrl", &s.rdmap_ctrl}, {"tagged", &s.tagged},
+		{"t", &t_bit}, {"l", &l_bit}, {"dv", &dv}, {"rv", &rv}, {"op", &op},
+		{"qn", &s.qn}, {"msn", &s.msn}, {"mo", &s.mo}, {"len", &len},
+		{"ulpdu", &s.ulpdu}, {"desync", &s.desync}, {"trunc", &s.trunc}, {"lead", &s.lead},
+		{"mxor", &s.mxor}, {"mrsvd", &s.mrsvd}, {"pad", &s.pad}, {"crcval", &s.crc_value},
+	};
+	const bool keys_ok = parse_keys(w, 2, why, [&](const std::string &k, const std::string &v,
+						       const std::string &word) {
 		u64 n = 0;
 		sym sv;
-		const bool isnum = parse_num(v, n);
-		auto need_num = [&] {
-			if (!isnum)
-				why = "not a number: " + w[i];
-			return isnum;
-		};
-		if (k.rfind("h.", 0) == 0) {
+		if (k.starts_with("h.")) {
 			const int fi = field_index(s, k.substr(2));
-			if (fi < 0 || !parse_sym(v, sv)) {
-				why = "bad header field " + w[i];
-				return false;
-			}
+			if (fi < 0 || !parse_sym(v, sv))
+				return parse_error(why, "bad header field " + word);
 			s.fields[static_cast<std::size_t>(fi)] = sv;
-		} else if (k == "ddp") {
-			if (!need_num())
-				return false;
-			s.ddp_ctrl = static_cast<u8>(n);
-			ddp_given = true;
-		} else if (k == "rctrl") {
-			if (!need_num())
-				return false;
-			s.rdmap_ctrl = static_cast<u8>(n);
-		} else if (k == "tagged") {
-			if (!need_num())
-				return false;
-			s.tagged = n != 0;
-		} else if (k == "t" || k == "l" || k == "dv" || k == "rv" || k == "op") {
-			if (!need_num())
-				return false;
-			if (k == "t")
-				t_bit = n != 0;
-			else if (k == "l")
-				l_bit = n != 0;
-			else if (k == "dv")
-				dv = static_cast<unsigned>(n);
-			else if (k == "rv")
-				rv = static_cast<unsigned>(n);
-			else
-				op = static_cast<unsigned>(n);
 		} else if (k == "stag" || k == "to" || k == "inval") {
-			if (!parse_sym(v, sv)) {
-				why = "bad value " + w[i];
-				return false;
-			}
+			if (!parse_sym(v, sv))
+				return parse_error(why, "bad value " + word);
 			(k == "stag" ? s.stag : k == "to" ? s.to : s.inval) = sv;
-		} else if (k == "qn" || k == "msn" || k == "mo") {
-			if (!need_num())
-				return false;
-			(k == "qn" ? s.qn : k == "msn" ? s.msn : s.mo) = static_cast<u32>(n);
-		} else if (k == "len") {
-			if (!need_num())
-				return false;
-			s.plen = static_cast<u32>(n);
-			if (s.pk == PK_NONE)
-				s.pk = PK_FILL;
 		} else if (k == "payload") {
-			if (v == "send") {
-				s.pk = PK_SEND;
-			} else if (v.rfind("rand:", 0) == 0 && parse_num(v.substr(5), n)) {
-				s.pk = PK_RAND;
-				s.pseed = n;
-			} else if (v.rfind("fill:", 0) == 0 && parse_num(v.substr(5), n)) {
-				s.pk = PK_FILL;
-				s.pseed = n & 0xff;
-			} else if (v.rfind("fake:", 0) == 0) {
-				const std::size_t c = v.find(':', 5);
-				u64 a, b;
-				if (c == std::string::npos || !parse_num(v.substr(5, c - 5), a) ||
-				    !parse_num(v.substr(c + 1), b)) {
-					why = "bad payload " + v;
-					return false;
-				}
-				s.pk = PK_FAKE;
-				s.pseed = a << 32 | (b & 0xffffffffu);
-			} else if (v.rfind("hex:", 0) == 0 && parse_hex(v.substr(4), s.phex)) {
-				s.pk = PK_HEX;
-			} else {
-				why = "bad payload " + v;
-				return false;
-			}
+			if (!parse_payload(v, s))
+				return parse_error(why, "bad payload " + v);
 		} else if (k == "extra") {
-			if (!parse_hex(v, s.extra)) {
-				why = "bad hex " + v;
-				return false;
-			}
-		} else if (k == "ulpdu" || k == "desync" || k == "trunc" || k == "lead" ||
-			   k == "mxor" || k == "mrsvd" || k == "pad" || k == "crcval") {
-			if (!need_num())
-				return false;
-			if (k == "ulpdu")
-				s.ulpdu = static_cast<u32>(n);
-			else if (k == "desync")
-				s.desync = static_cast<u32>(n);
-			else if (k == "trunc")
-				s.trunc = static_cast<int>(n);
-			else if (k == "lead")
-				s.lead = static_cast<int>(n);
-			else if (k == "mxor")
-				s.mxor = static_cast<u16>(n);
-			else if (k == "mrsvd")
-				s.mrsvd = static_cast<u16>(n);
-			else if (k == "pad")
-				s.pad = static_cast<u8>(n);
-			else
-				s.crc_value = static_cast<u32>(n);
+			if (!parse_hex(v, s.extra))
+				return parse_error(why, "bad hex " + v);
 		} else if (k == "crc") {
-			if (v == "good")
-				s.crc = xiw_raw::frame_opts::crc_good;
-			else if (v == "bad")
-				s.crc = xiw_raw::frame_opts::crc_bad;
-			else if (v == "zero")
-				s.crc = xiw_raw::frame_opts::crc_zero;
-			else if (v == "value")
-				s.crc = xiw_raw::frame_opts::crc_random;
-			else {
-				why = "bad crc " + v;
-				return false;
-			}
+			const int c = name_index(v, xiw_raw::frame_opts::crc_random + 1, [](unsigned i) {
+				return crc_name(static_cast<xiw_raw::frame_opts::crc_kind>(i));
+			});
+			if (c < 0)
+				return parse_error(why, "bad crc " + v);
+			s.crc = static_cast<xiw_raw::frame_opts::crc_kind>(c);
 		} else if (k == "split") {
-			std::istringstream in(v);
-			std::string x;
-			while (std::getline(in, x, ','))
+			for (const std::string &x : split_list(v))
 				if (parse_num(x, n))
 					s.split.push_back(static_cast<u32>(n));
+		} else if (const num_slot *to = num_key_slot(nums, k)) {
+			if (!parse_num(v, n))
+				return parse_error(why, "not a number: " + word);
+			set_num(*to, n);
 		} else {
-			why = "unknown key " + k;
-			return false;
+			return parse_error(why, "unknown key " + k);
 		}
+		return true;
+	});
+	if (!keys_ok)
+		return false;
+	if (len) {
+		s.plen = *len;
+		if (s.pk == PK_NONE)
+			s.pk = PK_FILL;
 	}
-	if (!ddp_given) {
+	auto set_ddp = [&s](unsigned mask, unsigned bits) {
+		s.ddp_ctrl = static_cast<u8>((s.ddp_ctrl & ~mask) | bits);
+	};
+	if (ddp) {
+		s.ddp_ctrl = *ddp;
+	} else {
 		if (t_bit)
-			s.ddp_ctrl = static_cast<u8>((s.ddp_ctrl & ~XIW_DDP_FLAG_T) |
-						     (*t_bit ? XIW_DDP_FLAG_T : 0));
+			set_ddp(XIW_DDP_FLAG_T, *t_bit ? XIW_DDP_FLAG_T : 0);
 		if (l_bit)
-			s.ddp_ctrl = static_cast<u8>((s.ddp_ctrl & ~XIW_DDP_FLAG_L) |
-						     (*l_bit ? XIW_DDP_FLAG_L : 0));
+			set_ddp(XIW_DDP_FLAG_L, *l_bit ? XIW_DDP_FLAG_L : 0);
 		if (dv)
-			s.ddp_ctrl = static_cast<u8>((s.ddp_ctrl & ~XIW_DDP_DV_MASK) | (*dv & 3));
+			set_ddp(XIW_DDP_DV_MASK, *dv & 3);
 	}
 	if (rv || op)
 		s.rdmap_ctrl = static_cast<u8>(
@@ -868,97 +878,50 @@ inline std::string cfg_text(const conn_cfg &c)
 
 inline bool parse_cfg(const std::vector<std::string> &w, conn_cfg &c, std::string &why)
 {
-	for (std::size_t i = 1; i < w.size(); i++) {
-		const std::size_t eq = w[i].find('=');
-		if (eq == std::string::npos) {
-			why = "expected KEY=VALUE: " + w[i];
-			return false;
-		}
-		const std::string k = w[i].substr(0, eq), v = w[i].substr(eq + 1);
+	fz_hello &h = c.hello;
+	const num_key nums[] = {
+		{"rev", &c.rev}, {"enh", &c.enhanced}, {"crc", &c.crc}, {"markers", &c.markers},
+		{"ext", &c.ext}, {"fx", &c.flags_extra}, {"p2p", &c.p2p}, {"offer", &c.offer},
+		{"ird", &c.ird}, {"ord", &c.ord}, {"rtrlen", &c.rtr_len},
+		{"xm", &c.xiw_markers}, {"xc", &c.xiw_crc},
+		{"hird", &h.ird}, {"hord", &h.ord}, {"hflags", &h.flags}, {"badrecv", &h.bad_recv_at},
+	};
+	return parse_keys(w, 1, why, [&](const std::string &k, const std::string &v,
+					 const std::string &word) {
 		u64 n = 0;
-		const bool isnum = parse_num(v, n);
 		if (k == "rtr") {
-			bool found = false;
-			for (unsigned r = RTR_AUTO; r <= RTR_SEND; r++)
-				if (v == rtr_name(static_cast<rtr_choice>(r))) {
-					c.rtr = static_cast<rtr_choice>(r);
-					found = true;
-				}
-			if (!found) {
-				why = "bad rtr " + v;
-				return false;
-			}
-			continue;
-		}
-		if (k == "act") {
-			c.hello.n_actions = 0;
-			if (v == "-")
-				continue;
-			std::istringstream in(v);
-			std::string a;
-			while (std::getline(in, a, ',') && c.hello.n_actions < max_actions) {
+			const int r = name_index(v, RTR_SEND + 1, [](unsigned i) {
+				return rtr_name(static_cast<rtr_choice>(i));
+			});
+			if (r < 0)
+				return parse_error(why, "bad rtr " + v);
+			c.rtr = static_cast<rtr_choice>(r);
+		} else if (k == "act") {
+			h.n_actions = 0;
+			// "-": none (what actions_text says then).
+			for (const std::string &a : split_list(v == "-" ? "" : v)) {
+				if (h.n_actions == max_actions)
+					break;
 				const std::size_t col = a.find(':');
-				const std::string name = a.substr(0, col);
-				fz_action act{};
-				for (unsigned kk = 1; kk < A_COUNT; kk++)
-					if (name == act_name(kk))
-						act.kind = static_cast<u8>(kk);
-				if (!act.kind) {
-					why = "bad action " + a;
-					return false;
-				}
+				const int kind = name_index(a.substr(0, col), A_COUNT, act_name);
+				if (kind <= A_NONE)
+					return parse_error(why, "bad action " + a);
+				fz_action act{static_cast<u8>(kind), 0, 0};
 				if (col != std::string::npos && parse_num(a.substr(col + 1), n))
 					act.len = static_cast<u16>(n);
-				c.hello.actions[c.hello.n_actions++] = act;
+				h.actions[h.n_actions++] = act;
 			}
-			continue;
+		} else if (!parse_num(v, n)) {
+			return parse_error(why, "not a number: " + word);
+		} else if (k == "nrecv") {
+			h.n_recv = static_cast<u8>(std::clamp<u64>(n, 1, max_recv));
+		} else if (const num_slot *to = num_key_slot(nums, k)) {
+			set_num(*to, n);
+		} else {
+			return parse_error(why, "unknown conn key " + k);
 		}
-		if (!isnum) {
-			why = "not a number: " + w[i];
-			return false;
-		}
-		if (k == "rev")
-			c.rev = static_cast<u8>(n);
-		else if (k == "enh")
-			c.enhanced = n;
-		else if (k == "crc")
-			c.crc = n;
-		else if (k == "markers")
-			c.markers = n;
-		else if (k == "ext")
-			c.ext = n;
-		else if (k == "fx")
-			c.flags_extra = static_cast<u8>(n);
-		else if (k == "p2p")
-			c.p2p = n;
-		else if (k == "offer")
-			c.offer = static_cast<u16>(n);
-		else if (k == "ird")
-			c.ird = static_cast<u16>(n);
-		else if (k == "ord")
-			c.ord = static_cast<u16>(n);
-		else if (k == "rtrlen")
-			c.rtr_len = static_cast<u32>(n);
-		else if (k == "xm")
-			c.xiw_markers = static_cast<int>(n);
-		else if (k == "xc")
-			c.xiw_crc = static_cast<int>(n);
-		else if (k == "hird")
-			c.hello.ird = static_cast<u8>(n);
-		else if (k == "hord")
-			c.hello.ord = static_cast<u8>(n);
-		else if (k == "nrecv")
-			c.hello.n_recv = static_cast<u8>(std::clamp<u64>(n, 1, max_recv));
-		else if (k == "hflags")
-			c.hello.flags = static_cast<u8>(n);
-		else if (k == "badrecv")
-			c.hello.bad_recv_at = static_cast<u8>(n);
-		else {
-			why = "unknown conn key " + k;
-			return false;
-		}
-	}
-	return true;
+		return true;
+	});
 }
 
 // ---------------------------------------------------------------------------

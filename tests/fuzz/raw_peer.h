@@ -340,6 +340,25 @@ public:
 		return ok;
 	}
 
+	// Hands each complete FPDU buffered to TAKE(seg), in order; false
+	// (WHY) at one that breaks the stream.
+	template <class Take> bool take_all(Take take, std::string &why)
+	{
+		bytes seg;
+		u32 pos;
+		for (;;) {
+			switch (next(seg, pos, why)) {
+			case more:
+				return true;
+			case error:
+				return false;
+			case ok:
+				take(seg);
+				break;
+			}
+		}
+	}
+
 private:
 	mpa_stream s_;
 	bytes buf_;
@@ -455,20 +474,27 @@ inline bool ipv4_addr(const char *addr, u16 port, sockaddr_in &sa)
 	return inet_pton(AF_INET, addr, &sa.sin_addr) == 1;
 }
 
-// A TCP connection to ADDR:PORT within TIMEOUT_MS, blocking, TCP_NODELAY;
-// -1 with WHY on failure.
-inline int tcp_connect(const char *addr, u16 port, int timeout_ms, std::string &why)
+// A TCP socket for ADDR:PORT, which SA then holds; -1 with WHY on failure.
+inline int tcp_socket(const char *addr, u16 port, sockaddr_in &sa, std::string &why)
 {
-	sockaddr_in sa{};
 	if (!ipv4_addr(addr, port, sa)) {
 		why = std::string("bad address ") + addr;
 		return -1;
 	}
 	const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
+	if (fd < 0)
 		why = std::string("socket: ") + std::strerror(errno);
+	return fd;
+}
+
+// A TCP connection to ADDR:PORT within TIMEOUT_MS, blocking, TCP_NODELAY;
+// -1 with WHY on failure.
+inline int tcp_connect(const char *addr, u16 port, int timeout_ms, std::string &why)
+{
+	sockaddr_in sa;
+	const int fd = tcp_socket(addr, port, sa, why);
+	if (fd < 0)
 		return -1;
-	}
 	set_nodelay(fd);
 	set_nonblock(fd, true);
 	int rc = connect(fd, reinterpret_cast<sockaddr *>(&sa), sizeof(sa));
@@ -497,19 +523,15 @@ inline int tcp_connect(const char *addr, u16 port, int timeout_ms, std::string &
 
 inline int tcp_listen(const char *addr, u16 port, int backlog, std::string &why)
 {
-	sockaddr_in sa{};
-	if (!ipv4_addr(addr, port, sa)) {
-		why = std::string("bad address ") + addr;
+	sockaddr_in sa;
+	const int fd = tcp_socket(addr, port, sa, why);
+	if (fd < 0)
 		return -1;
-	}
-	const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	int one = 1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (fd < 0 || bind(fd, reinterpret_cast<sockaddr *>(&sa), sizeof(sa)) ||
-	    listen(fd, backlog)) {
+	if (bind(fd, reinterpret_cast<sockaddr *>(&sa), sizeof(sa)) || listen(fd, backlog)) {
 		why = std::string("listen: ") + std::strerror(errno);
-		if (fd >= 0)
-			close(fd);
+		close(fd);
 		return -1;
 	}
 	return fd;
@@ -539,6 +561,28 @@ inline long recv_some(int fd, bytes &out, int timeout_ms)
 		return errno == EAGAIN || errno == EWOULDBLOCK ? -2 : -1;
 	out.insert(out.end(), b, b + k);
 	return k;
+}
+
+// Reads FD into BUF until MR has the MPA Request or Reply at its start,
+// for at most TIMEOUT_MS.  USED counts the octets of BUF the frame took
+// (those after it are Full Operation Phase).  Returns 1 once MR is done,
+// else as recv_some: 0 at the end of the stream, -1 on error (errno), -2
+// if the frame did not come in time.
+inline long recv_mpa_frame(int fd, mpa_frame_reader &mr, bytes &buf, std::size_t &used,
+			   int timeout_ms)
+{
+	const long long until = now_ms() + timeout_ms;
+	while (!mr.done()) {
+		const long long left = until - now_ms();
+		if (left <= 0)
+			return -2;
+		const long n = recv_some(fd, buf, static_cast<int>(left));
+		if (n == 0 || n == -1)
+			return n;
+		if (n > 0)
+			used += mr.feed(buf.data() + used, buf.size() - used);
+	}
+	return 1;
 }
 
 } // namespace xiw_raw

@@ -61,6 +61,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 using namespace xiw_fuzz;
@@ -88,24 +89,13 @@ long long now_ms()
 		.count();
 }
 
-__attribute__((format(printf, 1, 2))) std::string strf(const char *fmt, ...)
-{
-	char b[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	std::vsnprintf(b, sizeof(b), fmt, ap);
-	va_end(ap);
-	return b;
-}
-
 [[noreturn]] __attribute__((format(printf, 1, 2))) void die(const char *fmt, ...)
 {
-	char b[1024];
 	va_list ap;
 	va_start(ap, fmt);
-	std::vsnprintf(b, sizeof(b), fmt, ap);
+	const std::string m = vstrf(fmt, ap);
 	va_end(ap);
-	std::printf("victim: FATAL: %s\n", b);
+	std::printf("victim: FATAL: %s\n", m.c_str());
 	std::fflush(stdout);
 	std::exit(2);
 }
@@ -329,23 +319,16 @@ bool g_quit = false;
 
 ibv_access_flags access_of(u8 rights)
 {
+	static constexpr std::pair<u8, int> access[] = {
+		{RT_LW, IBV_ACCESS_LOCAL_WRITE},     {RT_RR, IBV_ACCESS_REMOTE_READ},
+		{RT_RW, IBV_ACCESS_REMOTE_WRITE},    {RT_RA, IBV_ACCESS_REMOTE_ATOMIC},
+		{RT_FG, XIWDV_ACCESS_FLUSH_GLOBAL},  {RT_FP, XIWDV_ACCESS_FLUSH_PERSISTENT},
+		{RT_VC, XIWDV_ACCESS_VERIFY_CRC32C}, {RT_VS, XIWDV_ACCESS_VERIFY_SHA256},
+	};
 	int a = 0;
-	if (rights & RT_LW)
-		a |= IBV_ACCESS_LOCAL_WRITE;
-	if (rights & RT_RR)
-		a |= IBV_ACCESS_REMOTE_READ;
-	if (rights & RT_RW)
-		a |= IBV_ACCESS_REMOTE_WRITE;
-	if (rights & RT_RA)
-		a |= IBV_ACCESS_REMOTE_ATOMIC;
-	if (rights & RT_FG)
-		a |= XIWDV_ACCESS_FLUSH_GLOBAL;
-	if (rights & RT_FP)
-		a |= XIWDV_ACCESS_FLUSH_PERSISTENT;
-	if (rights & RT_VC)
-		a |= XIWDV_ACCESS_VERIFY_CRC32C;
-	if (rights & RT_VS)
-		a |= XIWDV_ACCESS_VERIFY_SHA256;
+	for (const auto &[right, flag] : access)
+		if (rights & right)
+			a |= flag;
 	return static_cast<ibv_access_flags>(a);
 }
 
@@ -1056,6 +1039,29 @@ void report(conn &c, const char *how)
 	std::fflush(stdout);
 }
 
+// Offers C's fz_target to the peer with START (rdma_accept or
+// rdma_connect, named CALL), then runs the connection.  Returns how it
+// went, nullptr if START failed.
+const char *start_conn(conn &c, const char *call, int (*start)(rdma_cm_id *, rdma_conn_param *))
+{
+	u8 buf[target_wire_len];
+	target_encode(c.target, buf);
+	rdma_conn_param p{};
+	p.responder_resources = c.hello.ird;
+	p.initiator_depth = c.hello.ord;
+	p.private_data = buf;
+	p.private_data_len = static_cast<u8>(target_wire_len);
+	phase(call, opt.hang_seconds);
+	if (start(c.id, &p))
+		return nullptr;
+	phase("connected", 0);
+	run_conn(c, now_ms() + opt.conn_seconds * 1000LL);
+	if (c.established)
+		return "served";
+	g_stats.not_established++;
+	return "never established";
+}
+
 void serve(rdma_cm_id *id, const std::vector<u8> &pd)
 {
 	conn c;
@@ -1067,33 +1073,18 @@ void serve(rdma_cm_id *id, const std::vector<u8> &pd)
 		c.hello = fz_default_hello();
 	alarm(static_cast<unsigned>(opt.conn_seconds + 4 * opt.hang_seconds + 60));
 	phase("setup", opt.hang_seconds);
-	const char *how = "served";
+	const char *how = "setup failed";
 	if (setup_conn(c)) {
-		u8 buf[target_wire_len];
-		target_encode(c.target, buf);
-		rdma_conn_param p{};
-		p.responder_resources = c.hello.ird;
-		p.initiator_depth = c.hello.ord;
-		p.private_data = buf;
-		p.private_data_len = static_cast<u8>(target_wire_len);
-		phase("rdma_accept", opt.hang_seconds);
-		if (rdma_accept(id, &p)) {
+		how = start_conn(c, "rdma_accept", rdma_accept);
+		if (!how) {
 			// The peer may have gone already (handshake fuzzing).
 			how = "accept failed";
 			g_stats.accept_failed++;
 			c.disconnected = true;
-		} else {
-			phase("connected", 0);
-			run_conn(c, now_ms() + opt.conn_seconds * 1000LL);
-			if (!c.established) {
-				how = "never established";
-				g_stats.not_established++;
-			}
 		}
 		phase("finish", opt.hang_seconds);
 		finish_conn(c);
 	} else {
-		how = "setup failed";
 		rdma_reject(id, nullptr, 0);
 	}
 	destroy_conn(c);
@@ -1169,7 +1160,7 @@ int run_client()
 		c.hello = fz_default_hello();
 		alarm(static_cast<unsigned>(opt.conn_seconds + 4 * opt.hang_seconds + 60));
 		int st = 0;
-		const char *how = "served";
+		const char *how = "setup failed";
 		if (rdma_create_id(g_ec, &c.id, nullptr, RDMA_PS_TCP))
 			die("rdma_create_id: %s", std::strerror(errno));
 		phase("resolve", opt.hang_seconds);
@@ -1180,29 +1171,12 @@ int run_client()
 			die("resolving %s: %s (status %d)", opt.addr, std::strerror(errno), st);
 		phase("setup", opt.hang_seconds);
 		if (setup_conn(c)) {
-			u8 buf[target_wire_len];
-			target_encode(c.target, buf);
-			rdma_conn_param p{};
-			p.responder_resources = c.hello.ird;
-			p.initiator_depth = c.hello.ord;
-			p.private_data = buf;
-			p.private_data_len = static_cast<u8>(target_wire_len);
-			phase("rdma_connect", opt.hang_seconds);
-			if (rdma_connect(c.id, &p)) {
+			how = start_conn(c, "rdma_connect", rdma_connect);
+			if (!how)
 				how = "connect failed";
-			} else {
-				phase("connected", 0);
-				run_conn(c, now_ms() + opt.conn_seconds * 1000LL);
-				if (!c.established) {
-					how = "never established";
-					g_stats.not_established++;
-				}
-			}
 			refused_in_a_row = c.established ? 0 : refused_in_a_row + 1;
 			phase("finish", opt.hang_seconds);
 			finish_conn(c);
-		} else {
-			how = "setup failed";
 		}
 		destroy_conn(c);
 		alarm(0);

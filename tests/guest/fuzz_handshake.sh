@@ -21,13 +21,9 @@
 # victim check (canaries, completions, hangs) or when a side stops early;
 # the harness adds the kernel log and `rmmod xiw`.
 set -euo pipefail
+# shellcheck source=fuzz_lib.bash
+source "$(dirname "$0")/fuzz_lib.bash"
 
-# Copies, so that a rebuild on the host does not pull them away mid-run.
-bin=$(mktemp -d)
-cp "${XIW_BUILD_DIR:?set by scripts/guest}/tests/fuzz/xiw_fuzz" \
-	"$XIW_BUILD_DIR/tests/fuzz/xiw_fuzz_victim" "$bin/"
-fuzz=$bin/xiw_fuzz
-victim=$bin/xiw_fuzz_victim
 addr=${XIW_ADDR_A:?}
 cases=${XIW_FUZZ_CASES:-300}
 flood=${XIW_FUZZ_FLOOD:-300}
@@ -49,46 +45,26 @@ run_pair() {
 	shift
 	fargs=("$@")
 	local vpid frc=0 vrc=0
+	# A side that does not start listening: the other one fails.
 	if [ "${vargs[0]}" = listen ]; then
 		timeout 1500 "$victim" "${vargs[@]}" >"$vlog" 2>&1 &
 		vpid=$!
-		for _ in $(seq 1 100); do
-			grep -q listening "$vlog" && break
-			sleep 0.1
-		done
+		fuzz_wait_listening "$vlog" || true
 		timeout 1200 "$fuzz" "${fargs[@]}" >"$flog" 2>&1 || frc=$?
 	else
 		timeout 1200 "$fuzz" "${fargs[@]}" >"$flog" 2>&1 &
 		local fpid=$!
-		for _ in $(seq 1 100); do
-			grep -q listening "$flog" && break
-			sleep 0.1
-		done
+		fuzz_wait_listening "$flog" || true
 		timeout 1500 "$victim" "${vargs[@]}" >"$vlog" 2>&1 &
 		vpid=$!
 		wait "$fpid" || frc=$?
 	fi
-	# A victim stuck in the kernel ignores signals: left behind.
-	local i
-	for i in $(seq 1 350); do
-		kill -0 "$vpid" 2>/dev/null || break
-		[ "$i" != 300 ] || kill "$vpid" 2>/dev/null || true
-		sleep 0.1
-	done
-	if kill -0 "$vpid" 2>/dev/null; then
-		echo "$name: the victim is stuck: still there 35 s after the fuzzer ended"
-		vrc=stuck
-	else
-		wait "$vpid" || vrc=$?
-	fi
+	fuzz_end_victim "$vpid" vrc "$name"
 	echo "== $name"
 	grep -E '^fuzz: (seed|flood|ANOMALY|the victim)' "$flog" || true
 	sed -n '/^== fuzz summary/,$p' "$flog" | grep -vE '^[0-9a-z:]+ +[0-9. ]+$' || true
 	grep -E 'FAIL|HANG|FATAL|^victim summary' "$vlog" || true
-	[ "$frc" = 0 ] || failed="$failed $name-fuzzer($frc)"
-	[ "$vrc" = 0 ] || failed="$failed $name-victim($vrc)"
-	! grep -q 'HANG' "$vlog" || failed="$failed $name-victim-hang"
-	! grep -q ': FAIL' "$vlog" || failed="$failed $name-victim-checks"
+	fuzz_failures "$name-" "$frc" "$vrc" "$vlog"
 	return 0
 }
 

@@ -25,13 +25,9 @@
 set -euo pipefail
 # shellcheck source=../../scripts/lib/guest-devices.bash
 source "$(dirname "$0")/../../scripts/lib/guest-devices.bash"
+# shellcheck source=fuzz_lib.bash
+source "$(dirname "$0")/fuzz_lib.bash"
 
-# Copies, so that a rebuild on the host does not pull them away mid-run.
-bin=$(mktemp -d)
-cp "${XIW_BUILD_DIR:?set by scripts/guest}/tests/fuzz/xiw_fuzz" \
-	"$XIW_BUILD_DIR/tests/fuzz/xiw_fuzz_victim" "$bin/"
-fuzz=$bin/xiw_fuzz
-victim=$bin/xiw_fuzz_victim
 corpus=${XIW_REPO:?}/tests/fuzz/seeds
 addr=${XIW_ADDR_A:?}
 port=7900
@@ -54,11 +50,7 @@ flog=$XIW_OUT/fuzz-wire.log
 timeout $((seconds + 600)) "$victim" listen "$addr" "$port" --conn-seconds 60 \
 	--hang-seconds 20 --file /mnt/xiw-fuzz/victim.dat >"$vlog" 2>&1 &
 vpid=$!
-for _ in $(seq 1 100); do
-	grep -q listening "$vlog" && break
-	sleep 0.1
-done
-grep -q listening "$vlog" || { echo "FAIL: the victim did not start"; cat "$vlog"; exit 1; }
+fuzz_wait_listening "$vlog" || { echo "FAIL: the victim did not start"; cat "$vlog"; exit 1; }
 
 args=(wire --addr "$addr" --port "$port" --corpus "$corpus" --frames "$frames"
 	--seconds "$seconds" --set-params --kmsg --progress "$XIW_OUT/fuzz-progress.txt"
@@ -70,25 +62,9 @@ timeout $((seconds + 300)) "$fuzz" "${args[@]}" >"$flog" 2>&1 || frc=$?
 echo 0 >"$params/mpa_markers"
 echo 1 >"$params/mpa_crc"
 
-# The victim ends after the fuzzer's last connection (HF_QUIT); a victim
-# still running then is stuck (its log says where), maybe in the kernel
-# where no signal reaches it: then it is left behind.
+# The victim ends after the fuzzer's last connection (HF_QUIT).
 vrc=0
-end_victim() {
-	local i
-	for i in $(seq 1 350); do
-		kill -0 "$vpid" 2>/dev/null || break
-		[ "$i" != 300 ] || kill "$vpid" 2>/dev/null || true
-		sleep 0.1
-	done
-	if kill -0 "$vpid" 2>/dev/null; then
-		echo "the victim is stuck: still there 35 s after the fuzzer ended"
-		vrc=stuck
-	else
-		wait "$vpid" || vrc=$?
-	fi
-}
-end_victim
+fuzz_end_victim "$vpid" vrc
 
 # The fuzzer's run: its seed, the seed files' results, the summary.
 grep -E '^fuzz: (seed|wire)|^fuzz: ANOMALY|^fuzz: wrote|^fuzz: the victim' "$flog" || true
@@ -97,10 +73,7 @@ echo "== victim"
 grep -E 'FAIL|HANG|FATAL|^victim summary|note:' "$vlog" || true
 
 failed=
-[ "$frc" = 0 ] || failed="$failed fuzzer($frc)"
-[ "$vrc" = 0 ] || failed="$failed victim($vrc)"
-grep -q 'HANG' "$vlog" && failed="$failed victim-hang"
-grep -q ': FAIL' "$vlog" && failed="$failed victim-checks"
+fuzz_failures "" "$frc" "$vrc" "$vlog"
 sent=$(sed -n 's/^== fuzz summary: \([0-9]*\) frames.*/\1/p' "$flog")
 if [ -z "$sent" ]; then
 	failed="$failed no-summary"

@@ -1,0 +1,54 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# Helpers for the wire fuzzer's guest tests, fuzz_wire.sh and
+# fuzz_handshake.sh (sourced, not a test itself).
+
+# Copies, so that a rebuild on the host does not pull them away mid-run.
+fuzz_bin=$(mktemp -d)
+cp "${XIW_BUILD_DIR:?set by scripts/guest}/tests/fuzz/xiw_fuzz" \
+	"$XIW_BUILD_DIR/tests/fuzz/xiw_fuzz_victim" "$fuzz_bin/"
+# shellcheck disable=SC2034 # used by fuzz_wire.sh, fuzz_handshake.sh
+fuzz=$fuzz_bin/xiw_fuzz
+# shellcheck disable=SC2034 # used by fuzz_wire.sh, fuzz_handshake.sh
+victim=$fuzz_bin/xiw_fuzz_victim
+
+# fuzz_wait_listening LOG: waits up to 10 s for LOG to say "listening";
+# fails if it does not.
+fuzz_wait_listening() {
+	for _ in $(seq 1 100); do
+		grep -q listening "$1" && return 0
+		sleep 0.1
+	done
+	grep -q listening "$1"
+}
+
+# fuzz_end_victim PID VAR [WHO]: waits for the victim PID, which ends
+# after the fuzzer's last connection; a failed one sets VAR to its exit
+# status.  One still running 30 s on is sent SIGTERM; one still there 35 s
+# on is stuck (its log says where), maybe in the kernel where no signal
+# reaches it: it is left behind, VAR says "stuck" and a line (WHO: first)
+# says so.
+fuzz_end_victim() {
+	local pid=$1 i
+	for i in $(seq 1 350); do
+		kill -0 "$pid" 2>/dev/null || break
+		[ "$i" != 300 ] || kill "$pid" 2>/dev/null || true
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		echo "${3:+$3: }the victim is stuck: still there 35 s after the fuzzer ended"
+		printf -v "$2" %s stuck
+	else
+		wait "$pid" || printf -v "$2" %s "$?"
+	fi
+}
+
+# fuzz_failures PREFIX FRC VRC VLOG: adds to $failed what went wrong, each
+# word with PREFIX: the fuzzer's exit status FRC, the victim's VRC, a hang
+# or a failed check in the victim's log VLOG.
+fuzz_failures() {
+	local p=$1
+	[ "$2" = 0 ] || failed="$failed ${p}fuzzer($2)"
+	[ "$3" = 0 ] || failed="$failed ${p}victim($3)"
+	! grep -q 'HANG' "$4" || failed="$failed ${p}victim-hang"
+	! grep -q ': FAIL' "$4" || failed="$failed ${p}victim-checks"
+}
