@@ -79,6 +79,13 @@ struct xiw_ring {
 	u32 entry_size;
 	size_t bytes;
 	struct rdma_user_mmap_entry *mmap_entry;
+	/*
+	 * The kernel's own index on its side of the ring: the consumer of
+	 * an RQ or SRQ, the producer of a CQ.  The copy in the shared
+	 * xiw_ring_ctrl is only written; user space may have changed it.
+	 */
+	u32 own;
+	bool broken;		/* a bad index or a CQ overflow was reported */
 };
 
 /* The entry of free-running @index in @ring. */
@@ -455,10 +462,14 @@ int xiw_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 void xiw_qp_get_ref(struct ib_qp *ibqp);
 void xiw_qp_put_ref(struct ib_qp *ibqp);
 struct ib_qp *xiw_get_qp(struct ib_device *ibdev, int qpn);
+void xiw_iw_add_ref(struct ib_qp *ibqp);
+struct xiw_qp *xiw_qp_for_cm(struct iw_cm_id *id, u32 qpn);
 
 /* xiw_qp_tx.c */
 extern struct workqueue_struct *xiw_wq;
 int xiw_qp_tx_init(struct xiw_qp *qp);
+void xiw_qp_tx_reset_stream(struct xiw_qp *qp);
+void xiw_qp_tx_flush_now(struct xiw_qp *qp);
 void xiw_qp_tx_destroy(struct xiw_qp *qp);
 void xiw_qp_tx_kick(struct xiw_qp *qp);
 void xiw_qp_tx_doorbell(struct xiw_qp *qp);
@@ -478,14 +489,15 @@ int xiw_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 int xiw_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
 int xiw_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 		      const struct ib_recv_wr **bad_wr);
-bool xiw_srq_take(struct xiw_srq *srq, struct xiw_rqe *rqe);
+int xiw_srq_take(struct xiw_srq *srq, struct xiw_rqe *rqe);
 
 /* xiw_qp_rx.c */
-bool xiw_rqe_pop(struct xiw_ring *ring, struct xiw_rqe *rqe);
+int xiw_rqe_pop(struct xiw_ring *ring, struct xiw_rqe *rqe);
 int xiw_rqe_put(struct xiw_ring *ring, const struct ib_recv_wr *wr,
 		const struct ib_recv_wr **bad_wr);
 u32 xiw_rqe_posted(struct xiw_ring *ring);
 int xiw_qp_rx_init(struct xiw_qp *qp);
+void xiw_qp_rx_reset_stream(struct xiw_qp *qp);
 void xiw_qp_rx_destroy(struct xiw_qp *qp);
 void xiw_qp_data_ready(struct sock *sk);
 void xiw_qp_rx_flush(struct xiw_qp *qp);

@@ -720,7 +720,7 @@ int xiw_connect(struct iw_cm_id *id, struct iw_cm_conn_param *param)
 	struct sockaddr_storage laddr = id->m_local_addr;
 	struct sockaddr_storage raddr = id->m_remote_addr;
 	struct socket *sock;
-	struct ib_qp *ibqp;
+	struct xiw_qp *qp;
 	struct xiw_cep *cep;
 	int alen, rc;
 
@@ -729,8 +729,8 @@ int xiw_connect(struct iw_cm_id *id, struct iw_cm_conn_param *param)
 		return -EAFNOSUPPORT;
 	if (param->private_data_len > XIW_CM_MAX_ULP_PD)
 		return -EINVAL;
-	ibqp = xiw_get_qp(id->device, param->qpn);
-	if (!ibqp)
+	qp = xiw_qp_for_cm(id, param->qpn);
+	if (!qp)
 		return -EINVAL;
 
 	cep = xiw_cep_alloc(xdev);
@@ -768,8 +768,8 @@ int xiw_connect(struct iw_cm_id *id, struct iw_cm_conn_param *param)
 	}
 
 	mutex_lock(&cep->mutex);
-	xiw_qp_get_ref(ibqp);
-	cep->qp = to_xiw_qp(ibqp);
+	xiw_qp_get_ref(&qp->ibqp);
+	cep->qp = qp;
 	id->add_ref(id);
 	cep->cm_id = id;
 	xiw_cep_attach_sock(cep, sock, NULL);
@@ -1169,7 +1169,7 @@ int xiw_accept(struct iw_cm_id *id, struct iw_cm_conn_param *param)
 	struct xiw_mpa_v2_ird_ord v2w;
 	u16 ird_flags = 0, ord_flags = 0, offer;
 	bool send_ok;
-	struct ib_qp *ibqp;
+	struct xiw_qp *qp;
 	u8 flags = 0;
 	int rc;
 
@@ -1177,8 +1177,8 @@ int xiw_accept(struct iw_cm_id *id, struct iw_cm_conn_param *param)
 		return -EINVAL;
 	if (param->private_data_len > XIW_CM_MAX_ULP_PD)
 		return -EINVAL;
-	ibqp = xiw_get_qp(id->device, param->qpn);
-	if (!ibqp)
+	qp = xiw_qp_for_cm(id, param->qpn);
+	if (!qp)
 		return -EINVAL;
 
 	/* Ours for the call: iw_cm's reference may go on the way. */
@@ -1189,8 +1189,8 @@ int xiw_accept(struct iw_cm_id *id, struct iw_cm_conn_param *param)
 		rc = -ECONNRESET;
 		goto out;
 	}
-	xiw_qp_get_ref(ibqp);
-	WRITE_ONCE(cep->qp, to_xiw_qp(ibqp));
+	xiw_qp_get_ref(&qp->ibqp);
+	WRITE_ONCE(cep->qp, qp);
 	id->add_ref(id);
 	cep->cm_id = id;
 

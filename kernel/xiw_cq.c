@@ -171,20 +171,26 @@ int xiw_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 /*
  * Adds a completion and raises the completion event the consumer armed
  * for.  A full CQ is a consumer error: the CQE is dropped and the
- * consumer told through an asynchronous CQ error event.
+ * consumer told through an asynchronous CQ error event, once until the CQ
+ * has room again.  The producer index is the kernel's own; the consumer's
+ * may be anything (moved backwards, or past the producer): then the CQ is
+ * full.
  */
 void xiw_cq_post(struct xiw_cq *cq, const struct xiw_cqe *cqe, bool solicited)
 {
 	struct xiw_ring_ctrl *ctrl = xiw_cq_ctrl(cq);
 	unsigned long flags;
 	bool notify = false;
+	bool report;
 	u32 producer;
 
 	spin_lock_irqsave(&cq->lock, flags);
-	producer = ctrl->producer;
+	producer = cq->ring.own;
 	if (producer - READ_ONCE(ctrl->consumer) >= cq->ring.num) {
+		report = !cq->ring.broken;
+		cq->ring.broken = true;
 		spin_unlock_irqrestore(&cq->lock, flags);
-		if (cq->ibcq.event_handler) {
+		if (report && cq->ibcq.event_handler) {
 			struct ib_event event = {
 				.device = cq->ibcq.device,
 				.element.cq = &cq->ibcq,
@@ -195,7 +201,9 @@ void xiw_cq_post(struct xiw_cq *cq, const struct xiw_cqe *cqe, bool solicited)
 		}
 		return;
 	}
+	cq->ring.broken = false;
 	*xiw_cq_entry(cq, producer) = *cqe;
+	cq->ring.own = producer + 1;
 	/* The CQE is complete in memory before the consumer can see it. */
 	smp_store_release(&ctrl->producer, producer + 1);
 	/* Pairs with the barrier in xiw_req_notify_cq() and the provider's. */

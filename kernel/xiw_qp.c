@@ -4,7 +4,9 @@
  * machine and the references iw_cm holds on a connected QP.
  */
 #include <linux/log2.h>
+#include <linux/sched/signal.h>
 #include <net/sock.h>
+#include <rdma/rdma_cm.h>
 
 #include "xiw.h"
 
@@ -181,6 +183,16 @@ static int xiw_qp_enter_state(struct xiw_qp *qp, enum ib_qp_state cur,
 		xiw_qp_fatal(qp, XIW_WC_WR_FLUSH_ERR);
 		return 0;
 	}
+	/*
+	 * Reset from a state that may have a stream or work in flight, or
+	 * from an Error whose flush the worker may not have done yet: through
+	 * Error, at once, so that nothing of it is left for the next
+	 * connection (the worker finds the QP in Reset and does nothing).
+	 */
+	if (next == IB_QPS_RESET && cur != IB_QPS_RESET && cur != IB_QPS_INIT) {
+		xiw_qp_fatal(qp, XIW_WC_WR_FLUSH_ERR);
+		xiw_qp_tx_flush_now(qp);
+	}
 
 	spin_lock_bh(&qp->lock);
 	WRITE_ONCE(qp->state, next);
@@ -329,7 +341,11 @@ int xiw_qp_llp_bind(struct xiw_qp *qp, struct xiw_cep *cep,
 		goto out;
 	}
 	qp->connecting = NULL;
+	mutex_lock(&qp->tx.lock);
+	xiw_qp_tx_reset_stream(qp);
+	mutex_unlock(&qp->tx.lock);
 	spin_lock_bh(&qp->lock);
+	xiw_qp_rx_reset_stream(qp);
 	qp->cep = cep;
 	qp->sock = sock;
 	qp->conn = *params;
@@ -378,7 +394,9 @@ void xiw_qp_llp_unbind(struct xiw_qp *qp)
 	qp->sock = NULL;
 	spin_unlock_bh(&qp->lock);
 	mutex_unlock(&qp->tx.lock);
-	xiw_qp_fatal(qp, XIW_WC_WR_FLUSH_ERR);
+	/* A QP its consumer reset already is ready for reuse: leave it so. */
+	if (qp->state != IB_QPS_RESET && qp->state != IB_QPS_INIT)
+		xiw_qp_fatal(qp, XIW_WC_WR_FLUSH_ERR);
 	mutex_unlock(&qp->state_lock);
 }
 
@@ -427,6 +445,10 @@ static int xiw_fill_sqe(struct xiw_sqe *sqe, const struct ib_send_wr *wr)
 	if (opcode < 0)
 		return -EINVAL;
 	if (wr->num_sge < 0 || wr->num_sge > XIW_MAX_SGE)
+		return -EINVAL;
+	if ((wr->opcode == IB_WR_RDMA_READ ||
+	     wr->opcode == IB_WR_RDMA_READ_WITH_INV) &&
+	    wr->num_sge > XIW_MAX_SGE_RD)
 		return -EINVAL;
 	/* Only the SGEs (or inline bytes) in use are read. */
 	memset(sqe, 0, offsetof(struct xiw_sqe, sge));
@@ -598,9 +620,52 @@ void xiw_qp_put_ref(struct ib_qp *ibqp)
 		complete(&qp->iw_released);
 }
 
+/*
+ * iw_cm's lookup (ib_device_ops.iw_get_qp).  iw_cm follows every QP it
+ * gets with iw_add_ref(), under a spinlock but after this returns, while
+ * xiw_destroy_qp() may be dropping the last reference: so the reference is
+ * taken here, from a count that is not zero yet, and xiw_iw_add_ref() only
+ * stands for it (iwcm.c, iw_cm_connect() and iw_cm_accept(), the only
+ * callers of both).
+ */
 struct ib_qp *xiw_get_qp(struct ib_device *ibdev, int qpn)
 {
-	struct xiw_qp *qp = xa_load(&to_xiw_dev(ibdev)->qp_xa, qpn);
+	struct xiw_device *xdev = to_xiw_dev(ibdev);
+	struct xiw_qp *qp;
 
+	xa_lock(&xdev->qp_xa);
+	qp = xa_load(&xdev->qp_xa, qpn);
+	if (qp && !refcount_inc_not_zero(&qp->iw_refs))
+		qp = NULL;
+	xa_unlock(&xdev->qp_xa);
 	return qp ? &qp->ibqp : NULL;
+}
+
+/* See xiw_get_qp(): the reference was taken there. */
+void xiw_iw_add_ref(struct ib_qp *ibqp)
+{
+}
+
+/*
+ * The QP that a connect or accept of @id names by @qpn, if the caller may
+ * bind it; iw_cm holds a reference.  Allowed: the QP that rdma_cm attached
+ * to the id (kernel ULPs), or else a user QP of the calling process
+ * (librdmacm does not attach user QPs to the kernel's id; the call comes
+ * from the process's rdma_ucm write).  So no process binds another one's
+ * QP, nor a kernel ULP's, by guessing its number.  Every iw_cm id belongs
+ * to rdma_cm, whose private id begins with its rdma_cm_id (cma_priv.h).
+ */
+struct xiw_qp *xiw_qp_for_cm(struct iw_cm_id *id, u32 qpn)
+{
+	const struct rdma_cm_id *rid = id->context;
+	struct xiw_qp *qp = xa_load(&to_xiw_dev(id->device)->qp_xa, qpn);
+
+	if (!qp)
+		return NULL;
+	if (rid && rid->qp)
+		return rid->qp == &qp->ibqp ? qp : NULL;
+	if (!qp->ibqp.uobject || !qp->ibqp.res.task ||
+	    !same_thread_group(qp->ibqp.res.task, current))
+		return NULL;
+	return qp;
 }

@@ -77,22 +77,33 @@ static void xiw_rq_complete_imm(struct xiw_qp *qp, u8 opcode, u32 byte_len,
 	xiw_rq_post(qp, &cqe, solicited);
 }
 
-/* Copies the next RQE off @ring; false if the consumer posted none. */
-bool xiw_rqe_pop(struct xiw_ring *ring, struct xiw_rqe *rqe)
+/*
+ * Copies the next RQE off @ring: 1, 0 if the consumer posted none, or
+ * -EPROTO if the producer index claims more entries than the ring holds
+ * (a broken or hostile provider; reported by the caller, once).  The
+ * kernel counts with its own consumer index, never with the shared one.
+ */
+int xiw_rqe_pop(struct xiw_ring *ring, struct xiw_rqe *rqe)
 {
 	struct xiw_ring_ctrl *ctrl = ring->mem;
-	u32 consumer;
+	u32 consumer = ring->own;
+	u32 posted;
 
-	if (!ring->num)
-		return false;
-	consumer = ctrl->consumer;
+	if (!ring->num || ring->broken)
+		return 0;
 	/* Pairs with the provider's release: RQE contents before index. */
-	if (smp_load_acquire(&ctrl->producer) == consumer)
-		return false;
+	posted = smp_load_acquire(&ctrl->producer) - consumer;
+	if (!posted)
+		return 0;
+	if (posted > ring->num) {
+		ring->broken = true;
+		return -EPROTO;
+	}
 	memcpy(rqe, xiw_ring_entry(ring, consumer), sizeof(*rqe));
+	ring->own = consumer + 1;
 	/* The slot is read out before the provider may refill it. */
 	smp_store_release(&ctrl->consumer, consumer + 1);
-	return true;
+	return 1;
 }
 
 /*
@@ -131,17 +142,23 @@ int xiw_rqe_put(struct xiw_ring *ring, const struct ib_recv_wr *wr,
 	return err;
 }
 
-/* How many RQEs @ring holds; the provider may be adding more. */
+/*
+ * How many RQEs @ring holds, at most its size; the provider may be adding
+ * more.
+ */
 u32 xiw_rqe_posted(struct xiw_ring *ring)
 {
 	struct xiw_ring_ctrl *ctrl = ring->mem;
 
 	/* Pairs with the provider's release of its producer index. */
-	return smp_load_acquire(&ctrl->producer) - ctrl->consumer;
+	return min(smp_load_acquire(&ctrl->producer) - ring->own, ring->num);
 }
 
-/* The receive a new message goes into: from the SRQ if the QP has one. */
-static bool xiw_rq_take(struct xiw_qp *qp, struct xiw_rqe *rqe)
+/*
+ * The receive a new message goes into, from the SRQ if the QP has one;
+ * as xiw_rqe_pop().
+ */
+static int xiw_rq_take(struct xiw_qp *qp, struct xiw_rqe *rqe)
 {
 	if (qp->ibqp.srq)
 		return xiw_srq_take(to_xiw_srq(qp->ibqp.srq), rqe);
@@ -152,6 +169,7 @@ static bool xiw_rq_take(struct xiw_qp *qp, struct xiw_rqe *rqe)
 static void xiw_rq_flush_locked(struct xiw_qp *qp)
 {
 	struct xiw_qp_rx *rx = &qp->rx;
+	u32 n;
 
 	/*
 	 * Receives posted from now on need a doorbell to be flushed.  Asking
@@ -172,8 +190,12 @@ static void xiw_rq_flush_locked(struct xiw_qp *qp)
 	}
 	if (rx->rqe_valid)
 		xiw_rq_complete(qp, 0, XIW_WC_WR_FLUSH_ERR, true);
-	/* An SRQ's receives stay for its other QPs. */
-	while (xiw_rqe_pop(&qp->rq, &rx->rqe))
+	/*
+	 * An SRQ's receives stay for its other QPs.  At most a ring's worth:
+	 * a provider that posts on while this runs rings for the rest (the
+	 * notify flag is up).
+	 */
+	for (n = 0; n < qp->rq.num && xiw_rqe_pop(&qp->rq, &rx->rqe) > 0; n++)
 		xiw_rq_complete(qp, 0, XIW_WC_WR_FLUSH_ERR, true);
 }
 
@@ -577,8 +599,20 @@ static bool xiw_rx_begin_receive(struct xiw_qp *qp)
 	struct xiw_qp_rx *rx = &qp->rx;
 	enum xiw_access_error why;
 	unsigned int i;
+	int got;
 
-	if (!xiw_rq_take(qp, &rx->rqe)) {
+	got = xiw_rq_take(qp, &rx->rqe);
+	if (got < 0) {
+		/* The consumer broke its own ring: a local error. */
+		ibdev_dbg(qp->ibqp.device,
+			  "qp %u: receive ring index out of range\n",
+			  qp->ibqp.qp_num);
+		xiw_rx_fail(qp, XIW_TERM_LAYER_RDMAP,
+			    XIW_RDMAP_ETYPE_LOCAL_CATASTROPHIC,
+			    XIW_RDMAP_ECODE_LOCAL_CATASTROPHIC);
+		return false;
+	}
+	if (!got) {
 		/* iWARP has no receiver-not-ready retry (RFC 5041 §7.2). */
 		xiw_rx_fail(qp, XIW_TERM_LAYER_DDP, XIW_DDP_ETYPE_UNTAGGED,
 			    XIW_DDP_ECODE_UT_INVALID_MSN_NOBUF);
@@ -1024,7 +1058,14 @@ static bool xiw_rx_place(struct xiw_qp *qp, struct sk_buff *skb, int off,
 			goto tagged_fail;
 		return true;
 	case XIW_OP_READ_RESP:
+		/*
+		 * The Read this segment began for must still be the oldest
+		 * one and hold the room (a flush empties the ORQ).
+		 */
 		e = &rx->orq[rx->orq_head % XIW_MAX_ORD];
+		if (rx->orq_head == rx->orq_tail || !e->wqe ||
+		    pos + n > e->len - e->placed)
+			goto tagged_fail;
 		if (xiw_mr_copy_from_skb(e->wqe->mr[0],
 					 e->sink_to + e->placed + pos,
 					 skb, off, n, crc))
@@ -1097,6 +1138,18 @@ skb_fail:
 	return false;
 }
 
+/*
+ * Bytes from the stream are parsed only in RTS and SQD (RFC 5040 §6: the
+ * states that accept incoming messages) and until the stream broke.
+ */
+static bool xiw_rx_parsing(struct xiw_qp *qp)
+{
+	enum ib_qp_state state = READ_ONCE(qp->state);
+
+	return !qp->rx.failed &&
+	       (state == IB_QPS_RTS || state == IB_QPS_SQD);
+}
+
 static void xiw_rx_reset_fpdu(struct xiw_qp_rx *rx)
 {
 	rx->hdr_got = 0;
@@ -1151,7 +1204,7 @@ static int xiw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 	size_t left = len;
 
 	/* The QP may go to Error while the lock is dropped (completions). */
-	while (left && !rx->failed && READ_ONCE(qp->state) != IB_QPS_ERR) {
+	while (left && xiw_rx_parsing(qp)) {
 		/* Of @left, the octets up to the next marker. */
 		size_t avail = left;
 		u32 want, n, pad;
@@ -1236,7 +1289,7 @@ static int xiw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 		xiw_rx_end_fpdu(qp);
 		xiw_rx_reset_fpdu(rx);
 	}
-	if (rx->failed || READ_ONCE(qp->state) == IB_QPS_ERR)
+	if (!xiw_rx_parsing(qp))
 		desc->count = 0;
 	return len;
 
@@ -1256,7 +1309,7 @@ static void xiw_rx_read(struct xiw_qp *qp, struct sock *sk)
 	};
 
 	spin_lock_bh(&qp->lock);
-	if (!qp->rx.failed && READ_ONCE(qp->state) != IB_QPS_ERR)
+	if (xiw_rx_parsing(qp))
 		tcp_read_sock(sk, &desc, xiw_rx_actor);
 	spin_unlock_bh(&qp->lock);
 }
@@ -1282,16 +1335,36 @@ void xiw_qp_rx_process_queued(struct xiw_qp *qp)
 	release_sock(sk);
 }
 
-int xiw_qp_rx_init(struct xiw_qp *qp)
+/*
+ * A new stream starts from nothing (qp->lock held): a QP reused after
+ * Error and Reset keeps no parser state, no half-received message, no
+ * outstanding Read and no MSN of its last connection.  Its receives were
+ * flushed when it went to Error.
+ */
+void xiw_qp_rx_reset_stream(struct xiw_qp *qp)
 {
 	struct xiw_qp_rx *rx = &qp->rx;
+	struct xiw_orq_entry *orq = rx->orq;
 	unsigned int i;
 
+	xiw_rqe_release(rx);
+	if (rx->tagged_mr)
+		xiw_mr_put(rx->tagged_mr);
+	memset(rx, 0, sizeof(*rx));
+	rx->orq = orq;
+	memset(orq, 0, XIW_MAX_ORD * sizeof(*orq));
 	for (i = 0; i < XIW_QN_COUNT; i++)
 		rx->msn[i] = 1;
-	rx->crc = ~0U;
-	rx->orq = kcalloc(XIW_MAX_ORD, sizeof(*rx->orq), GFP_KERNEL);
-	return rx->orq ? 0 : -ENOMEM;
+	xiw_rx_reset_fpdu(rx);
+}
+
+int xiw_qp_rx_init(struct xiw_qp *qp)
+{
+	qp->rx.orq = kcalloc(XIW_MAX_ORD, sizeof(*qp->rx.orq), GFP_KERNEL);
+	if (!qp->rx.orq)
+		return -ENOMEM;
+	xiw_qp_rx_reset_stream(qp);
+	return 0;
 }
 
 void xiw_qp_rx_destroy(struct xiw_qp *qp)

@@ -539,8 +539,8 @@ static u8 xiw_wqe_prepare(struct xiw_qp *qp, struct xiw_wqe *wqe)
 		}
 		fallthrough;
 	case XIW_WR_RDMA_READ:
-		/* The Read Request names one sink STag (RFC 5040 §4.4). */
-		if (sqe->num_sge > 1 || sqe->flags & XIW_SQE_INLINE)
+		/* Refused at post time; a provider may not have. */
+		if (sqe->num_sge > XIW_MAX_SGE_RD || sqe->flags & XIW_SQE_INLINE)
 			return XIW_WC_LOC_QP_OP_ERR;
 		access = IB_ACCESS_LOCAL_WRITE;
 		break;
@@ -1436,6 +1436,7 @@ static bool xiw_tx_run(struct xiw_qp *qp)
 static void xiw_tx_run_sq(struct xiw_qp *qp)
 {
 	struct xiw_ring_ctrl *ctrl = qp->sq.num ? xiw_sq_ctrl(qp) : NULL;
+	u32 producer;
 
 	if (!ctrl) {
 		xiw_tx_run(qp);
@@ -1460,7 +1461,16 @@ static void xiw_tx_run_sq(struct xiw_qp *qp)
 		if (!xiw_qp_sending(qp) && READ_ONCE(qp->state) != IB_QPS_ERR)
 			return;
 		/* Pairs with the provider's release of its producer index. */
-		if (smp_load_acquire(&ctrl->producer) == qp->tx.fetch)
+		producer = smp_load_acquire(&ctrl->producer);
+		if (producer == qp->tx.fetch)
+			return;
+		/*
+		 * More entries than the ring holds: the provider broke it and
+		 * the QP is in Error for that (xiw_sq_fetch()).  Another round
+		 * would flush a ring's worth of garbage, and another, up to 2^32
+		 * entries: each doorbell flushes at most one ring's worth.
+		 */
+		if (producer - qp->tx.retire > qp->sq.num)
 			return;
 	}
 }
@@ -1575,6 +1585,48 @@ int xiw_qp_tx_init(struct xiw_qp *qp)
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+/*
+ * A new stream (tx.lock held): nothing framed, owed or pending from the
+ * last connection of a QP reused after Error and Reset.  Its work requests
+ * were completed when it went to Error; the SQ's indices go on, the ring
+ * being the consumer's.
+ */
+void xiw_qp_tx_reset_stream(struct xiw_qp *qp)
+{
+	struct xiw_qp_tx *tx = &qp->tx;
+
+	xiw_tx_discard(tx);
+	tx->stream_base = 0;
+	tx->fpdu = NULL;
+	tx->fpdu_attached = 0;
+	tx->fpdu_pos = 0;
+	spin_lock_bh(&qp->lock);
+	for (; tx->irq_head != tx->irq_tail; tx->irq_head++) {
+		struct xiw_irq_entry *e = &tx->irq[tx->irq_head % XIW_MAX_IRD];
+
+		if (e->mr)
+			xiw_mr_put(e->mr);
+		e->mr = NULL;
+	}
+	memset(tx->msn, 0, sizeof(tx->msn));
+	tx->rtr_pending = false;
+	tx->close_pending = false;
+	tx->wants_space = false;
+	tx->term = (struct xiw_term_info){};
+	spin_unlock_bh(&qp->lock);
+}
+
+/*
+ * Error now, in the caller's context (modify_qp to Reset): the stream is
+ * closed and every WQE completed before the caller goes on.
+ */
+void xiw_qp_tx_flush_now(struct xiw_qp *qp)
+{
+	mutex_lock(&qp->tx.lock);
+	xiw_tx_run(qp);
+	mutex_unlock(&qp->tx.lock);
 }
 
 void xiw_qp_tx_destroy(struct xiw_qp *qp)

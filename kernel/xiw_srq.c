@@ -117,25 +117,29 @@ int xiw_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 }
 
 /*
- * Takes the next receive off the SRQ for a QP's new message; false if none
- * is posted.  When that leaves fewer posted than an armed limit, the
- * consumer hears of it once (IB_EVENT_SRQ_LIMIT_REACHED).
+ * Takes the next receive off the SRQ for a QP's new message, as
+ * xiw_rqe_pop().  When that leaves fewer posted than an armed limit, the
+ * consumer hears of it once (IB_EVENT_SRQ_LIMIT_REACHED); a ring the
+ * provider broke is reported once (IB_EVENT_SRQ_ERR) and gives no more.
  */
-bool xiw_srq_take(struct xiw_srq *srq, struct xiw_rqe *rqe)
+int xiw_srq_take(struct xiw_srq *srq, struct xiw_rqe *rqe)
 {
 	struct ib_event event = {
 		.device = srq->ibsrq.device,
 		.element.srq = &srq->ibsrq,
-		.event = IB_EVENT_SRQ_LIMIT_REACHED,
 	};
 	bool fire = false;
-	bool got;
+	int got;
 
 	spin_lock_bh(&srq->lock);
 	got = xiw_rqe_pop(&srq->ring, rqe);
-	if (got && srq->limit &&
-	    xiw_rqe_posted(&srq->ring) < srq->limit) {
+	if (got < 0) {
+		event.event = IB_EVENT_SRQ_ERR;
+		fire = true;
+	} else if (got && srq->limit &&
+		   xiw_rqe_posted(&srq->ring) < srq->limit) {
 		srq->limit = 0;
+		event.event = IB_EVENT_SRQ_LIMIT_REACHED;
 		fire = true;
 	}
 	spin_unlock_bh(&srq->lock);

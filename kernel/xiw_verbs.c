@@ -37,7 +37,7 @@ int xiw_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 	attr->max_send_sge = XIW_MAX_SGE;
 	attr->max_recv_sge = XIW_MAX_RECV_SGE;
 	/* A Read Request names one sink buffer (RFC 5040 §4.4). */
-	attr->max_sge_rd = 1;
+	attr->max_sge_rd = XIW_MAX_SGE_RD;
 	attr->max_cq = XIW_MAX_CQ;
 	attr->max_cqe = XIW_MAX_CQE;
 	attr->max_mr = XIW_MAX_MR;

@@ -190,6 +190,9 @@ int check_sges(wr_opcode op, std::size_t num_sge) noexcept
 	case wr_opcode::verify:
 		// The hash comes back into SGE 0; SGE 1 is the expected one.
 		return num_sge == 1 || num_sge == 2 ? 0 : EINVAL;
+	case wr_opcode::rdma_read:
+		// Not only when the Read fails later: at post, like any driver.
+		return num_sge <= XIW_MAX_SGE_RD ? 0 : EINVAL;
 	default:
 		return num_sge <= XIW_MAX_SGE ? 0 : EINVAL;
 	}
@@ -408,7 +411,11 @@ void wr_set_sge_list(ibv_qp_ex *qpx, std::size_t num_sge,
 		     const ibv_sge *sg_list) noexcept
 {
 	qp &q = *from_ibv(qpx);
-	if (q.batch_sqe)
+	if (!q.batch_sqe)
+		return;
+	if (int err = check_sges(static_cast<wr_opcode>(q.batch_sqe->opcode), num_sge))
+		batch_check(q, err);
+	else
 		batch_check(q, sqe_set_sges(*q.batch_sqe, {sg_list, num_sge}));
 }
 

@@ -20,6 +20,8 @@
 #define XIW_DRIVER_NAME "xiw"
 
 #define XIW_MAX_SGE 12
+/* An RDMA Read Request names one sink STag (RFC 5040 §4.4). */
+#define XIW_MAX_SGE_RD 1
 #define XIW_MAX_RECV_SGE 7
 /* Inline data is carried in the SGE array of the SQE. */
 #define XIW_MAX_INLINE (XIW_MAX_SGE * 16)

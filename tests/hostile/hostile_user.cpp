@@ -1,0 +1,783 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+// A local user who does to xiw what a broken or malicious verbs library
+// would: writes ring indices the kernel reads, reuses QPs, fills CQs.
+//   xiw_hostile_user qp_reuse ADDR PORT | qp_steal ADDR PORT
+//   xiw_hostile_user rq_producer | sq_producer | cq_overflow | read_sges |
+//                    query_states
+// Each case prints "xiw_hostile_user CASE: ...: ok" or "...: FAIL: why" and
+// exits 1 on failure; the guest harness adds the kernel log (a soft lockup,
+// an oops, a WARN fail the run).
+//
+//   qp_reuse     a QP connects to a raw TCP peer (in this process, on PORT),
+//                posts an RDMA Read of read_len octets, gets the header and
+//                the first octets of its Read Response, then a reset; the
+//                QP goes Error -> Reset -> Init and connects again (rdma_cm
+//                with its qp_num) to the same peer, which now sends one
+//                good Send.  The Send must arrive whole in the receive
+//                posted for it, the Read's sink must hold nothing but what
+//                the first stream placed.  (Regression: the parser went on
+//                with the first stream's half-received Read Response and
+//                placed the Send's octets through the flushed ORQ slot.)
+//   qp_steal     rdma_connect with qp_num = a QP of another process (in
+//                Init): EINVAL, no connection reaches the peer on PORT, the
+//                other QP stays in Init.  (Regression: it was bound.)
+//   rq_producer  a 1-entry RQ whose producer index says 0xffffffff
+//                receives are posted, then modify to Error: it must return
+//                at once (regression: the flush took them all, 2^32 loops
+//                under a spinlock with BHs off: a soft lockup).
+//   sq_producer  the same on the SQ: at most one ring's worth of flushed
+//                completions (regression: 6.4 million from a ring of 8 in
+//                90 s, and a soft lockup of the worker).
+//   read_sges    an RDMA Read with 2 SGEs: EINVAL at post time.
+//   query_states ibv_query_qp after each of Reset, Init, Init, Error, Reset,
+//                Init, Reset: the state it is in, the access flags it got.
+//   cq_overflow  64 receives flushed into a CQ of 4 entries: exactly one
+//                IBV_EVENT_CQ_ERR (regression: one per dropped CQE, each
+//                an allocation in the kernel's event path).
+// The rings are found the way such a library would find them: the
+// provider mapped them from the uverbs device, /proc/self/maps lists them.
+
+#include "../fuzz/raw_peer.h"
+#include "../guest/rdma_test_util.h"
+
+#include <rdma/xiw-abi.h>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cinttypes>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <vector>
+
+namespace {
+
+using xiw_raw::bytes;
+using xiw_raw::u8;
+using xiw_raw::u16;
+using xiw_raw::u32;
+using xiw_raw::u64;
+using xiw_test::strf;
+
+const char *g_case = "";
+
+[[noreturn]] __attribute__((format(printf, 1, 2))) void fail(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	xiw_test::vfail("xiw_hostile_user", g_case, fmt, ap);
+}
+
+void pass(const std::string &what)
+{
+	std::printf("xiw_hostile_user %s: %s: ok\n", g_case, what.c_str());
+	std::fflush(stdout);
+}
+
+// ---------------------------------------------------------------------------
+// Shared rings
+
+struct mapping {
+	std::uintptr_t start, end;
+	std::size_t size() const { return end - start; }
+	bool operator<(const mapping &o) const { return start < o.start; }
+};
+
+// The mappings of a uverbs device in this process.
+std::set<mapping> uverbs_mappings()
+{
+	std::ifstream maps("/proc/self/maps");
+	std::set<mapping> out;
+	std::string line;
+	while (std::getline(maps, line)) {
+		if (line.find("/dev/infiniband/uverbs") == std::string::npos)
+			continue;
+		mapping m{};
+		if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR, &m.start, &m.end) == 2)
+			out.insert(m);
+	}
+	return out;
+}
+
+// The mappings that CREATE added, largest first.
+template <class F> std::vector<mapping> new_mappings(F create)
+{
+	const std::set<mapping> before = uverbs_mappings();
+	create();
+	std::vector<mapping> added;
+	for (const mapping &m : uverbs_mappings())
+		if (!before.count(m))
+			added.push_back(m);
+	std::sort(added.begin(), added.end(),
+		  [](const mapping &a, const mapping &b) { return a.size() > b.size(); });
+	return added;
+}
+
+xiw_ring_ctrl *ctrl_of(const mapping &m)
+{
+	return reinterpret_cast<xiw_ring_ctrl *>(m.start);
+}
+
+struct device {
+	ibv_context *ctx = nullptr;
+	ibv_pd *pd = nullptr;
+
+	device()
+	{
+		int n = 0;
+		ibv_device **list = ibv_get_device_list(&n);
+		for (int i = 0; list && i < n && !ctx; i++)
+			if (std::string(ibv_get_device_name(list[i])).rfind("xiw", 0) == 0)
+				ctx = ibv_open_device(list[i]);
+		if (list)
+			ibv_free_device_list(list);
+		if (!ctx)
+			fail("no xiw device");
+		pd = ibv_alloc_pd(ctx);
+		if (!pd)
+			xiw_test::die("ibv_alloc_pd");
+	}
+	~device()
+	{
+		ibv_dealloc_pd(pd);
+		ibv_close_device(ctx);
+	}
+};
+
+bool to_state(ibv_qp *qp, ibv_qp_state s)
+{
+	ibv_qp_attr a{};
+	a.qp_state = s;
+	int mask = IBV_QP_STATE;
+	if (s == IBV_QPS_INIT) {
+		a.port_num = 1;
+		a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+				    IBV_ACCESS_REMOTE_WRITE;
+		mask |= IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+	}
+	return ibv_modify_qp(qp, &a, mask) == 0;
+}
+
+// ibv_modify_qp to Error in a thread: its duration, or -1 if it has not
+// returned after LIMIT_MS (it is then left behind; the kernel log tells).
+long long timed_error(ibv_qp *qp, int limit_ms)
+{
+	auto done = std::make_shared<std::atomic<long long>>(-1);
+	const long long t0 = xiw_raw::now_ms();
+	std::thread([qp, done, t0] {
+		to_state(qp, IBV_QPS_ERR);
+		done->store(xiw_raw::now_ms() - t0);
+	}).detach();
+	while (done->load() < 0 && xiw_raw::now_ms() - t0 < limit_ms)
+		std::this_thread::sleep_for(std::chrono::milliseconds(10));
+	return done->load();
+}
+
+int count_completions(ibv_cq *cq, int wait_ms)
+{
+	int n = 0;
+	ibv_wc wc[16];
+	const long long until = xiw_raw::now_ms() + wait_ms;
+	while (xiw_raw::now_ms() < until) {
+		const int k = ibv_poll_cq(cq, 16, wc);
+		if (k < 0)
+			xiw_test::die("ibv_poll_cq");
+		n += k;
+		if (!k)
+			std::this_thread::sleep_for(std::chrono::milliseconds(5));
+	}
+	return n;
+}
+
+// A QP of its own device, PD and CQ, in Reset; MAPS are the uverbs
+// mappings its creation added, largest first.
+struct local_qp {
+	device d;
+	ibv_cq *cq = nullptr;
+	ibv_qp *qp = nullptr;
+	std::vector<mapping> maps;
+
+	local_qp(int cqe, u32 send_wr, u32 recv_wr)
+	{
+		cq = ibv_create_cq(d.ctx, cqe, nullptr, nullptr, 0);
+		if (!cq)
+			xiw_test::die("ibv_create_cq");
+		ibv_qp_init_attr a = xiw_test::rc_qp_attr(send_wr, recv_wr);
+		a.send_cq = a.recv_cq = cq;
+		maps = new_mappings([&] { qp = ibv_create_qp(d.pd, &a); });
+		if (!qp)
+			xiw_test::die("ibv_create_qp");
+	}
+	~local_qp()
+	{
+		ibv_destroy_qp(qp);
+		ibv_destroy_cq(cq);
+	}
+	ibv_qp_cap caps() const
+	{
+		ibv_qp_attr got{};
+		ibv_qp_init_attr init{};
+		if (ibv_query_qp(qp, &got, IBV_QP_CAP, &init))
+			xiw_test::die("ibv_query_qp");
+		return got.cap;
+	}
+};
+
+// rq_producer, sq_producer: the ring's producer index says 0xffffffff
+// entries were posted, then modify to Error.  The ring is made the smaller
+// of the two, so that it is the second mapping.
+int run_bad_producer(bool send_ring)
+{
+	local_qp l(4096, send_ring ? 8 : 64, send_ring ? 512 : 1);
+	if (l.maps.size() != 2)
+		fail("ibv_create_qp mapped %zu regions of the device, expected 2", l.maps.size());
+	const ibv_qp_cap cap = l.caps();
+	const u32 ring = send_ring ? cap.max_send_wr : cap.max_recv_wr;
+	if (!to_state(l.qp, IBV_QPS_INIT))
+		xiw_test::die("ibv_modify_qp(INIT)");
+	__atomic_store_n(&ctrl_of(l.maps[1])->producer, 0xffffffffu, __ATOMIC_RELEASE);
+	const long long took = timed_error(l.qp, 10000);
+	if (took < 0)
+		fail("ibv_modify_qp(ERR) has not returned after 10 s");
+	// The send flush runs on the kernel's worker: time to misbehave.
+	const int flushed = count_completions(l.cq, 3000);
+	if (static_cast<u32>(flushed) > ring)
+		fail("%d completions flushed from a ring of %u", flushed, ring);
+	pass(strf("modify to Error in %lld ms, %d flushed (ring of %u)", took, flushed, ring));
+	return 0;
+}
+
+int run_cq_overflow()
+{
+	local_qp l(4, 4, 64);
+	device &d = l.d;
+	ibv_qp *qp = l.qp;
+	ibv_cq *cq = l.cq;
+	if (!to_state(qp, IBV_QPS_INIT))
+		xiw_test::die("ibv_modify_qp(INIT)");
+	static char buf[64];
+	ibv_mr *mr = ibv_reg_mr(d.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	if (!mr)
+		xiw_test::die("ibv_reg_mr");
+	for (int i = 0; i < 64; i++) {
+		ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf), sizeof(buf), mr->lkey};
+		ibv_recv_wr wr{};
+		ibv_recv_wr *bad = nullptr;
+		wr.wr_id = static_cast<u64>(i);
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		if (ibv_post_recv(qp, &wr, &bad))
+			xiw_test::die("ibv_post_recv");
+	}
+	if (!to_state(qp, IBV_QPS_ERR))
+		xiw_test::die("ibv_modify_qp(ERR)");
+	// The async events, for a second.
+	int fl = fcntl(d.ctx->async_fd, F_GETFL);
+	fcntl(d.ctx->async_fd, F_SETFL, fl | O_NONBLOCK);
+	int cq_err = 0, other = 0;
+	const long long until = xiw_raw::now_ms() + 1000;
+	while (xiw_raw::now_ms() < until) {
+		ibv_async_event ev{};
+		if (ibv_get_async_event(d.ctx, &ev)) {
+			std::this_thread::sleep_for(std::chrono::milliseconds(10));
+			continue;
+		}
+		(ev.event_type == IBV_EVENT_CQ_ERR ? cq_err : other)++;
+		ibv_ack_async_event(&ev);
+	}
+	const int polled = count_completions(cq, 200);
+	ibv_dereg_mr(mr);
+	if (cq_err != 1)
+		fail("%d CQ error events for one overflow (%d completions in the CQ)", cq_err,
+		     polled);
+	pass(strf("1 CQ error event, %d completions kept, %d other events", polled, other));
+	return 0;
+}
+
+// An RDMA Read with two SGEs, through ibv_post_send and through the
+// ibv_wr_* API: EINVAL at post time, as max_sge_rd (1) says.  (Regression:
+// accepted, the QP went to Error when the kernel fetched it.)
+int run_read_sges()
+{
+	device d;
+	ibv_cq *cq = ibv_create_cq(d.ctx, 16, nullptr, nullptr, 0);
+	if (!cq)
+		xiw_test::die("ibv_create_cq");
+	ibv_qp_init_attr_ex a{};
+	a.cap = xiw_test::rc_qp_attr(4, 4).cap;
+	a.cap.max_send_sge = 2;
+	a.qp_type = IBV_QPT_RC;
+	a.send_cq = a.recv_cq = cq;
+	a.pd = d.pd;
+	a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	a.send_ops_flags = IBV_QP_EX_WITH_RDMA_READ;
+	ibv_qp *qp = ibv_create_qp_ex(d.ctx, &a);
+	if (!qp || !to_state(qp, IBV_QPS_INIT))
+		xiw_test::die("ibv_create_qp_ex, ibv_modify_qp(INIT)");
+	static char buf[64];
+	ibv_mr *mr = ibv_reg_mr(d.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	if (!mr)
+		xiw_test::die("ibv_reg_mr");
+	ibv_sge sge[2] = {{reinterpret_cast<std::uintptr_t>(buf), 32, mr->lkey},
+			  {reinterpret_cast<std::uintptr_t>(buf + 32), 32, mr->lkey}};
+	ibv_send_wr wr{}, *bad = nullptr;
+	wr.opcode = IBV_WR_RDMA_READ;
+	wr.sg_list = sge;
+	wr.num_sge = 2;
+	wr.wr.rdma.rkey = 0x5eed;
+	const int post = ibv_post_send(qp, &wr, &bad);
+	ibv_qp_ex *qpx = ibv_qp_to_qp_ex(qp);
+	ibv_wr_start(qpx);
+	ibv_wr_rdma_read(qpx, 0x5eed, 0);
+	ibv_wr_set_sge_list(qpx, 2, sge);
+	const int batch = ibv_wr_complete(qpx);
+	ibv_destroy_qp(qp);
+	ibv_dereg_mr(mr);
+	ibv_destroy_cq(cq);
+	if (post != EINVAL || batch != EINVAL)
+		fail("ibv_post_send: %d, ibv_wr_complete: %d; expected EINVAL (%d) from both",
+		     post, batch, EINVAL);
+	pass("EINVAL from ibv_post_send and ibv_wr_complete");
+	return 0;
+}
+
+const char *state_name(ibv_qp_state s)
+{
+	static const char *const names[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
+	return s < std::size(names) ? names[s] : "?";
+}
+
+// ibv_query_qp after each transition a QP without a connection can make
+// reports the state it is in and the attributes it was given.
+int run_query_states()
+{
+	local_qp l(16, 4, 4);
+	ibv_qp *qp = l.qp;
+	const ibv_qp_state walk[] = {IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_INIT, IBV_QPS_ERR,
+				     IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RESET};
+	std::string seen;
+	for (std::size_t i = 0; i < std::size(walk); i++) {
+		if (i && !to_state(qp, walk[i]))
+			fail("ibv_modify_qp to %s: %s", state_name(walk[i]),
+			     std::strerror(errno));
+		ibv_qp_attr got{};
+		ibv_qp_init_attr init{};
+		if (ibv_query_qp(qp, &got, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_CAP, &init))
+			xiw_test::die("ibv_query_qp");
+		seen += std::string(seen.empty() ? "" : " ") + state_name(got.qp_state);
+		if (got.qp_state != walk[i])
+			fail("after %s, ibv_query_qp says %s (walk so far: %s)",
+			     state_name(walk[i]), state_name(got.qp_state), seen.c_str());
+		if (walk[i] == IBV_QPS_INIT &&
+		    got.qp_access_flags != (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+					    IBV_ACCESS_REMOTE_WRITE))
+			fail("in INIT, ibv_query_qp says access flags 0x%x", got.qp_access_flags);
+	}
+	pass("states as set: " + seen);
+	return 0;
+}
+
+// ---------------------------------------------------------------------------
+// qp_reuse: a raw peer and a QP that connects to it twice
+
+constexpr std::size_t read_len = 4096;
+constexpr std::size_t read_sent = 8;	// of the Read Response's payload
+constexpr std::size_t send_len = 16;
+constexpr u8 sink_fill = 0xee;
+
+u8 send_octet(std::size_t i)
+{
+	return static_cast<u8>(0x30 + i);
+}
+
+// The responder's side of MPA: reads the Request, answers it like a plain
+// RNIC would (same revision, no markers, CRC as asked, IRD/ORD 4, no RTR).
+bool raw_accept(int fd, xiw_raw::mpa_stream &s, bytes &rest, std::string &why)
+{
+	xiw_raw::mpa_frame_reader r;
+	bytes in;
+	const long long until = xiw_raw::now_ms() + 10000;
+	while (!r.done()) {
+		in.clear();
+		const long k = xiw_raw::recv_some(fd, in, 1000);
+		if (k == 0 || k == -1 || xiw_raw::now_ms() > until) {
+			why = "no MPA Request";
+			return false;
+		}
+		if (k > 0) {
+			const std::size_t used = r.feed(in.data(), in.size());
+			rest.assign(in.begin() + static_cast<long>(used), in.end());
+		}
+	}
+	const xiw_raw::mpa_frame &req = r.frame();
+	if (!req.key_is(XIW_MPA_KEY_REQ)) {
+		why = "not an MPA Request";
+		return false;
+	}
+	s.crc = req.flags & XIW_MPA_FLAG_C;
+	s.markers = false;
+	s.pos = 0;
+	bytes pd;
+	u8 flags = req.flags & XIW_MPA_FLAG_C;
+	if (req.has_v2()) {
+		flags |= XIW_MPA_FLAG_ENHANCED;
+		pd = xiw_raw::mpa_v2_word(0, 4, 0, 4);
+	}
+	const bytes rep = xiw_raw::mpa_encode(XIW_MPA_KEY_REP, flags, req.rev, pd);
+	if (send(fd, rep.data(), rep.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(rep.size())) {
+		why = "sending the MPA Reply failed";
+		return false;
+	}
+	return true;
+}
+
+// Reads FPDUs until an RDMA Read Request; its sink STag and offset.
+bool raw_read_request(int fd, const xiw_raw::mpa_stream &s, bytes rest, u32 &stag, u64 &to,
+		      std::string &why)
+{
+	xiw_raw::fpdu_reader rd(s);
+	rd.feed(rest.data(), rest.size());
+	const long long until = xiw_raw::now_ms() + 10000;
+	for (;;) {
+		bytes seg;
+		u32 pos = 0;
+		const auto st = rd.next(seg, pos, why);
+		if (st == xiw_raw::fpdu_reader::error)
+			return false;
+		if (st == xiw_raw::fpdu_reader::ok) {
+			const xiw_raw::seg_view v(seg);
+			if (v.valid && !v.tagged && v.opcode == XIW_OP_READ_REQ &&
+			    seg.size() >= v.hdr_len + 16) {
+				stag = xiw_raw::get_be32(seg.data() + v.hdr_len);
+				to = xiw_raw::get_be64(seg.data() + v.hdr_len + 4);
+				return true;
+			}
+			continue;
+		}
+		bytes in;
+		const long k = xiw_raw::recv_some(fd, in, 1000);
+		if (k == 0 || k == -1 || xiw_raw::now_ms() > until) {
+			why = "no RDMA Read Request";
+			return false;
+		}
+		if (k > 0)
+			rd.feed(in.data(), in.size());
+	}
+}
+
+// The peer: connection 1 gets the start of a Read Response and a reset,
+// connection 2 one good Send, then an orderly close once the QP has it.
+void raw_peer(int lfd, std::string &why, std::atomic<bool> &send_done)
+{
+	auto accept_one = [&]() {
+		pollfd p{lfd, POLLIN, 0};
+		if (poll(&p, 1, 20000) <= 0)
+			return -1;
+		return accept(lfd, nullptr, nullptr);
+	};
+	int fd = accept_one();
+	xiw_raw::mpa_stream s;
+	bytes rest;
+	u32 stag = 0;
+	u64 to = 0;
+	if (fd < 0) {
+		why = "no first connection";
+		return;
+	}
+	if (!raw_accept(fd, s, rest, why) || !raw_read_request(fd, s, rest, stag, to, why)) {
+		close(fd);
+		return;
+	}
+	std::vector<u8> payload(read_len, 0xab);
+	const bytes resp = xiw_raw::frame_fpdu(
+		s, xiw_raw::seg_tagged(xiw_ddp_ctrl(1, 1), xiw_rdmap_ctrl(XIW_RDMAP_RV1, XIW_OP_READ_RESP),
+				       stag, to, payload.data(), payload.size()));
+	const std::size_t part = XIW_MPA_HDR_LEN + XIW_DDP_TAGGED_HLEN + read_sent;
+	send(fd, resp.data(), part, MSG_NOSIGNAL);
+	std::this_thread::sleep_for(std::chrono::milliseconds(500));
+	xiw_raw::set_rst_on_close(fd);
+	close(fd);
+
+	fd = accept_one();
+	if (fd < 0) {
+		why = "no second connection";
+		return;
+	}
+	rest.clear();
+	if (!raw_accept(fd, s, rest, why)) {
+		close(fd);
+		return;
+	}
+	u8 data[send_len];
+	for (std::size_t i = 0; i < send_len; i++)
+		data[i] = send_octet(i);
+	const bytes msg = xiw_raw::frame_fpdu(
+		s, xiw_raw::seg_untagged(xiw_ddp_ctrl(0, 1), xiw_rdmap_ctrl(XIW_RDMAP_RV1, XIW_OP_SEND),
+					 0, XIW_QN_SEND, 1, 0, data, send_len));
+	send(fd, msg.data(), msg.size(), MSG_NOSIGNAL);
+	for (int i = 0; i < 1000 && !send_done.load(); i++)
+		std::this_thread::sleep_for(std::chrono::milliseconds(10));
+	close(fd);
+}
+
+struct cm_client {
+	rdma_event_channel *ch = rdma_create_event_channel();
+	rdma_cm_id *id = nullptr;
+
+	cm_client(const char *addr, const char *port)
+	{
+		if (!ch || rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP))
+			xiw_test::die("rdma_create_id");
+		rdma_addrinfo *res = xiw_test::resolve(addr, port, false);
+		if (rdma_resolve_addr(id, nullptr, res->ai_dst_addr, 2000))
+			xiw_test::die("rdma_resolve_addr");
+		rdma_freeaddrinfo(res);
+		expect(RDMA_CM_EVENT_ADDR_RESOLVED);
+		if (rdma_resolve_route(id, 2000))
+			xiw_test::die("rdma_resolve_route");
+		expect(RDMA_CM_EVENT_ROUTE_RESOLVED);
+	}
+	~cm_client()
+	{
+		rdma_destroy_id(id);
+		rdma_destroy_event_channel(ch);
+	}
+	// The next event, which must be WANT.
+	void expect(rdma_cm_event_type want)
+	{
+		rdma_cm_event *ev = nullptr;
+		if (rdma_get_cm_event(ch, &ev))
+			xiw_test::die("rdma_get_cm_event");
+		const rdma_cm_event_type got = ev->event;
+		rdma_ack_cm_event(ev);
+		if (got != want)
+			fail("rdma_cm event %s, expected %s", rdma_event_str(got),
+			     rdma_event_str(want));
+	}
+};
+
+int run_qp_reuse(const char *addr, const char *port)
+{
+	std::string why;
+	const int lfd = xiw_raw::tcp_listen(addr, static_cast<u16>(std::atoi(port)), 4, why);
+	if (lfd < 0)
+		fail("%s", why.c_str());
+	std::atomic<bool> send_done{false};
+	std::string peer_why;
+	std::thread peer(raw_peer, lfd, std::ref(peer_why), std::ref(send_done));
+
+	static u8 sink[read_len];
+	static u8 rbuf[64];
+	std::memset(sink, sink_fill, sizeof(sink));
+	std::memset(rbuf, sink_fill, sizeof(rbuf));
+	ibv_qp *qp = nullptr;
+	ibv_cq *cq = nullptr;
+	ibv_mr *smr = nullptr, *rmr = nullptr;
+	ibv_wc wc{};
+	int read_status;
+	bool got = false;
+	// The QP outlives both connections (rdma_cm ids): it is the caller's,
+	// given to each by its number.
+	{
+		cm_client first(addr, port);
+		cq = ibv_create_cq(first.id->verbs, 16, nullptr, nullptr, 0);
+		if (!cq)
+			xiw_test::die("ibv_create_cq");
+		ibv_qp_init_attr a = xiw_test::rc_qp_attr(4, 4);
+		a.send_cq = a.recv_cq = cq;
+		qp = ibv_create_qp(first.id->pd, &a);
+		smr = ibv_reg_mr(first.id->pd, sink, sizeof(sink), IBV_ACCESS_LOCAL_WRITE);
+		rmr = ibv_reg_mr(first.id->pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
+		if (!qp || !smr || !rmr || !to_state(qp, IBV_QPS_INIT))
+			xiw_test::die("ibv_create_qp, ibv_reg_mr, ibv_modify_qp(INIT)");
+		rdma_conn_param p = xiw_test::conn_param();
+		p.qp_num = qp->qp_num;
+		if (rdma_connect(first.id, &p))
+			xiw_test::die("rdma_connect");
+		first.expect(RDMA_CM_EVENT_ESTABLISHED);
+
+		ibv_sge sge{reinterpret_cast<std::uintptr_t>(sink), read_len, smr->lkey};
+		ibv_send_wr wr{}, *bad = nullptr;
+		wr.opcode = IBV_WR_RDMA_READ;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.wr.rdma.remote_addr = 0x1000;
+		wr.wr.rdma.rkey = 0x5eed;
+		if (ibv_post_send(qp, &wr, &bad))
+			xiw_test::die("ibv_post_send");
+		if (!xiw_test::poll_one(cq, wc, 20000))
+			fail("the Read did not complete after the peer's reset");
+		if (wc.status == IBV_WC_SUCCESS)
+			fail("the Read completed successfully from %zu of %zu octets", read_sent,
+			     read_len);
+		read_status = wc.status;
+		xiw_test::wait_disconnect(first.id, 5000);
+
+		// Reuse: Error (the reset did that) -> Reset -> Init, a receive.
+		if (!to_state(qp, IBV_QPS_RESET) || !to_state(qp, IBV_QPS_INIT))
+			xiw_test::die("ibv_modify_qp(RESET, INIT)");
+		ibv_sge rsge{reinterpret_cast<std::uintptr_t>(rbuf), sizeof(rbuf), rmr->lkey};
+		ibv_recv_wr rwr{}, *rbad = nullptr;
+		rwr.wr_id = 42;
+		rwr.sg_list = &rsge;
+		rwr.num_sge = 1;
+		if (ibv_post_recv(qp, &rwr, &rbad))
+			xiw_test::die("ibv_post_recv");
+
+		cm_client second(addr, port);
+		if (rdma_connect(second.id, &p))
+			xiw_test::die("rdma_connect (the reused QP)");
+		second.expect(RDMA_CM_EVENT_ESTABLISHED);
+		while (!got && xiw_test::poll_one(cq, wc, 5000))
+			got = wc.wr_id == 42 && wc.status == IBV_WC_SUCCESS;
+		send_done.store(true);
+		xiw_test::wait_disconnect(second.id, 5000);
+	}
+	peer.join();
+	close(lfd);
+	if (!peer_why.empty())
+		fail("peer: %s", peer_why.c_str());
+	if (!got)
+		fail("the second connection's Send did not complete the receive");
+	if (wc.byte_len != send_len)
+		fail("the Send arrived as %u octets, it had %zu", wc.byte_len, send_len);
+	for (std::size_t i = 0; i < sizeof(rbuf); i++)
+		if (rbuf[i] != (i < send_len ? send_octet(i) : sink_fill))
+			fail("receive buffer octet %zu is 0x%02x", i, rbuf[i]);
+	std::size_t changed = 0;
+	for (std::size_t i = read_sent; i < read_len; i++)
+		changed += sink[i] != sink_fill;
+	if (changed)
+		fail("%zu octets of the Read's sink beyond the %zu received changed", changed,
+		     read_sent);
+	ibv_destroy_qp(qp);
+	ibv_dereg_mr(smr);
+	ibv_dereg_mr(rmr);
+	ibv_destroy_cq(cq);
+	pass(strf("the Read ended with status %d, the reused QP received the %zu-octet Send",
+		  read_status, send_len));
+	return 0;
+}
+
+// qp_steal: another process's QP, named by its number in rdma_connect's
+// qp_num, must not be bound to our connection.  (Regression: iw_cm took any
+// QP of the device by number: the peer got a connection on the other
+// process's QP.)
+int run_qp_steal(const char *addr, const char *port)
+{
+	int to_parent[2], to_child[2];
+	if (pipe(to_parent) || pipe(to_child))
+		xiw_test::die("pipe");
+	const pid_t child = fork();
+	if (child < 0)
+		xiw_test::die("fork");
+	if (child == 0) {
+		// The victim: a QP in Init, as any server's between create and
+		// accept; reports its number, then its state when told.
+		device d;
+		ibv_cq *cq = ibv_create_cq(d.ctx, 16, nullptr, nullptr, 0);
+		ibv_qp_init_attr a = xiw_test::rc_qp_attr(4, 4);
+		a.send_cq = a.recv_cq = cq;
+		ibv_qp *qp = cq ? ibv_create_qp(d.pd, &a) : nullptr;
+		if (!qp || !to_state(qp, IBV_QPS_INIT))
+			_exit(2);
+		const u32 qpn = qp->qp_num;
+		char c;
+		if (write(to_parent[1], &qpn, sizeof(qpn)) != sizeof(qpn) ||
+		    read(to_child[0], &c, 1) != 1)
+			_exit(3);
+		ibv_qp_attr got{};
+		ibv_qp_init_attr init{};
+		const int state = ibv_query_qp(qp, &got, IBV_QP_STATE, &init) ? -1 : got.qp_state;
+		if (write(to_parent[1], &state, sizeof(state)) != sizeof(state))
+			_exit(3);
+		ibv_destroy_qp(qp);
+		ibv_destroy_cq(cq);
+		_exit(0);
+	}
+	u32 victim_qpn = 0;
+	if (read(to_parent[0], &victim_qpn, sizeof(victim_qpn)) != sizeof(victim_qpn))
+		fail("the victim process did not start");
+
+	std::string why;
+	const int lfd = xiw_raw::tcp_listen(addr, static_cast<u16>(std::atoi(port)), 4, why);
+	if (lfd < 0)
+		fail("%s", why.c_str());
+	int connected = 0;
+	{
+		cm_client thief(addr, port);
+		rdma_conn_param p = xiw_test::conn_param();
+		p.qp_num = victim_qpn;
+		const int rc = rdma_connect(thief.id, &p);
+		const int err = errno;
+		// What reaches the peer: a connection means the QP was taken.
+		pollfd pfd{lfd, POLLIN, 0};
+		if (poll(&pfd, 1, 2000) > 0) {
+			connected = 1;
+			const int fd = accept(lfd, nullptr, nullptr);
+			xiw_raw::mpa_stream s;
+			bytes rest;
+			if (fd >= 0 && raw_accept(fd, s, rest, why))
+				std::this_thread::sleep_for(std::chrono::milliseconds(500));
+			if (fd >= 0)
+				close(fd);
+		}
+		if (rc == 0 || connected) {
+			char c = 1;
+			(void)!write(to_child[1], &c, 1);
+			fail("rdma_connect with another process's QP %u: %s, the peer %s", victim_qpn,
+			     rc ? std::strerror(err) : "accepted",
+			     connected ? "got a connection" : "got nothing");
+		}
+		if (err != EINVAL)
+			fail("rdma_connect with another process's QP: %s, expected EINVAL",
+			     std::strerror(err));
+	}
+	close(lfd);
+	char c = 1;
+	int state = -1;
+	if (write(to_child[1], &c, 1) != 1 ||
+	    read(to_parent[0], &state, sizeof(state)) != sizeof(state))
+		fail("the victim process went away");
+	int status = 0;
+	waitpid(child, &status, 0);
+	if (state != IBV_QPS_INIT)
+		fail("the victim's QP is in state %d afterwards, expected Init", state);
+	pass(strf("rdma_connect with QP %u of another process: EINVAL, its QP still in Init",
+		  victim_qpn));
+	return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		std::fprintf(stderr, "usage: xiw_hostile_user qp_reuse|qp_steal ADDR PORT | rq_producer | "
+				     "sq_producer | cq_overflow | read_sges | query_states\n");
+		return 2;
+	}
+	g_case = argv[1];
+	const std::string c = argv[1];
+	if (c == "qp_reuse" && argc == 4)
+		return run_qp_reuse(argv[2], argv[3]);
+	if (c == "qp_steal" && argc == 4)
+		return run_qp_steal(argv[2], argv[3]);
+	if (c == "rq_producer" || c == "sq_producer")
+		return run_bad_producer(c == "sq_producer");
+	if (c == "cq_overflow")
+		return run_cq_overflow();
+	if (c == "read_sges")
+		return run_read_sges();
+	if (c == "query_states")
+		return run_query_states();
+	std::fprintf(stderr, "xiw_hostile_user: unknown case %s\n", argv[1]);
+	return 2;
+}
