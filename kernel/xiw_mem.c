@@ -467,7 +467,7 @@ struct ib_mr *xiw_get_dma_mr(struct ib_pd *ibpd, int access)
 
 	if (access & ~IB_ACCESS_LOCAL_WRITE)
 		return ERR_PTR(-EOPNOTSUPP);
-	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL_ACCOUNT);
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
 	mr->length = U64_MAX;
@@ -552,7 +552,7 @@ static int xiw_mr_collect_pages(struct xiw_mr *mr)
 	size_t i = 0;
 
 	mr->pages = kvcalloc(ib_umem_num_pages(mr->umem), sizeof(*mr->pages),
-			     GFP_KERNEL);
+			     GFP_KERNEL_ACCOUNT);
 	if (!mr->pages)
 		return -ENOMEM;
 	for_each_sgtable_page(&mr->umem->sgt_append.sgt, &iter, 0)
@@ -582,7 +582,7 @@ struct ib_mr *xiw_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	if (err)
 		return ERR_PTR(err);
 
-	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL_ACCOUNT);
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
 	mr->umem = ib_umem_get(ibpd->device, start, length, access);
@@ -641,10 +641,10 @@ struct ib_mr *xiw_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 		return ERR_PTR(-EOPNOTSUPP);
 	if (max_num_sg > XIW_MAX_FRMR_PAGES)
 		return ERR_PTR(-EINVAL);
-	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL_ACCOUNT);
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
-	mr->pages = kvcalloc(max_num_sg, sizeof(*mr->pages), GFP_KERNEL);
+	mr->pages = kvcalloc(max_num_sg, sizeof(*mr->pages), GFP_KERNEL_ACCOUNT);
 	if (!mr->pages) {
 		kfree(mr);
 		return ERR_PTR(-ENOMEM);

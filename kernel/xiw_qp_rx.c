@@ -1360,7 +1360,8 @@ void xiw_qp_rx_reset_stream(struct xiw_qp *qp)
 
 int xiw_qp_rx_init(struct xiw_qp *qp)
 {
-	qp->rx.orq = kcalloc(XIW_MAX_ORD, sizeof(*qp->rx.orq), GFP_KERNEL);
+	qp->rx.orq = kcalloc(XIW_MAX_ORD, sizeof(*qp->rx.orq),
+			     GFP_KERNEL_ACCOUNT);
 	if (!qp->rx.orq)
 		return -ENOMEM;
 	xiw_qp_rx_reset_stream(qp);

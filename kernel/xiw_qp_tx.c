@@ -1568,18 +1568,20 @@ int xiw_qp_tx_init(struct xiw_qp *qp)
 
 	mutex_init(&tx->lock);
 	INIT_WORK(&tx->work, xiw_tx_work);
+	/* All of it charged to the creator's memory cgroup. */
 	if (qp->sq.num) {
-		tx->wqes = kvcalloc(qp->sq.num, sizeof(*tx->wqes), GFP_KERNEL);
+		tx->wqes = kvcalloc(qp->sq.num, sizeof(*tx->wqes),
+				    GFP_KERNEL_ACCOUNT);
 		if (!tx->wqes)
 			return -ENOMEM;
 	}
-	tx->irq = kcalloc(XIW_MAX_IRD, sizeof(*tx->irq), GFP_KERNEL);
+	tx->irq = kcalloc(XIW_MAX_IRD, sizeof(*tx->irq), GFP_KERNEL_ACCOUNT);
 	/* Handed to TCP by page: linear memory (xiw_tx_describe_buf()). */
-	tx->buf = kmalloc(XIW_TX_BUF_SIZE, GFP_KERNEL);
-	tx->vec = kcalloc(XIW_TX_VECS, sizeof(*tx->vec), GFP_KERNEL);
-	tx->held = kcalloc(XIW_TX_VECS, sizeof(*tx->held), GFP_KERNEL);
+	tx->buf = kmalloc(XIW_TX_BUF_SIZE, GFP_KERNEL_ACCOUNT);
+	tx->vec = kcalloc(XIW_TX_VECS, sizeof(*tx->vec), GFP_KERNEL_ACCOUNT);
+	tx->held = kcalloc(XIW_TX_VECS, sizeof(*tx->held), GFP_KERNEL_ACCOUNT);
 	tx->markers = kcalloc(XIW_TX_MARKERS, sizeof(*tx->markers),
-			      GFP_KERNEL);
+			      GFP_KERNEL_ACCOUNT);
 	if (!tx->irq || !tx->buf || !tx->vec || !tx->held || !tx->markers) {
 		xiw_qp_tx_destroy(qp);
 		return -ENOMEM;

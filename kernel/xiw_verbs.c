@@ -3,6 +3,7 @@
  * xiw verbs: device and port attributes, user contexts, shared queue
  * memory and protection domains.
  */
+#include <linux/sched/mm.h>
 #include <linux/vmalloc.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -11,6 +12,9 @@
 struct xiw_mmap_entry {
 	struct rdma_user_mmap_entry rdma_entry;
 	void *mem;
+	/* The process whose locked memory the queue counts as, and how much. */
+	struct mm_struct *owning_mm;
+	unsigned long npages;
 };
 
 static struct xiw_mmap_entry *to_xiw_mmap_entry(struct rdma_user_mmap_entry *e)
@@ -164,6 +168,52 @@ void xiw_disassociate_ucontext(struct ib_ucontext *ibucontext)
 {
 }
 
+/*
+ * A user queue is kernel memory pinned for the process, as registered
+ * memory is: it counts against RLIMIT_MEMLOCK like ib_umem's pages (and
+ * like the queues that hardware providers allocate in user memory and
+ * register), unless the process has CAP_IPC_LOCK.
+ */
+static int xiw_ring_charge(struct xiw_mmap_entry *entry, unsigned long npages)
+{
+	struct mm_struct *mm = current->mm;
+	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+
+	if (atomic64_add_return(npages, &mm->pinned_vm) > limit &&
+	    !capable(CAP_IPC_LOCK)) {
+		atomic64_sub(npages, &mm->pinned_vm);
+		return -ENOMEM;
+	}
+	mmgrab(mm);
+	entry->owning_mm = mm;
+	entry->npages = npages;
+	return 0;
+}
+
+static void xiw_ring_uncharge(struct xiw_mmap_entry *entry)
+{
+	if (!entry->owning_mm)
+		return;
+	atomic64_sub(entry->npages, &entry->owning_mm->pinned_vm);
+	mmdrop(entry->owning_mm);
+	entry->owning_mm = NULL;
+}
+
+/* Maps the vmalloc'ed @mem page by page over all of @vma. */
+static int xiw_map_pages(struct vm_area_struct *vma, void *mem)
+{
+	unsigned long off;
+	int err;
+
+	for (off = 0; off < vma->vm_end - vma->vm_start; off += PAGE_SIZE) {
+		err = vm_insert_page(vma, vma->vm_start + off,
+				     vmalloc_to_page(mem + off));
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 int xiw_mmap(struct ib_ucontext *ibucontext, struct vm_area_struct *vma)
 {
 	struct rdma_user_mmap_entry *rdma_entry;
@@ -172,7 +222,8 @@ int xiw_mmap(struct ib_ucontext *ibucontext, struct vm_area_struct *vma)
 	rdma_entry = rdma_user_mmap_entry_get(ibucontext, vma);
 	if (!rdma_entry)
 		return -EINVAL;
-	err = remap_vmalloc_range(vma, to_xiw_mmap_entry(rdma_entry)->mem, 0);
+	/* The entry's size is the VMA's (rdma_user_mmap_entry_get()). */
+	err = xiw_map_pages(vma, to_xiw_mmap_entry(rdma_entry)->mem);
 	rdma_user_mmap_entry_put(rdma_entry);
 	return err;
 }
@@ -181,6 +232,7 @@ void xiw_mmap_free(struct rdma_user_mmap_entry *rdma_entry)
 {
 	struct xiw_mmap_entry *entry = to_xiw_mmap_entry(rdma_entry);
 
+	xiw_ring_uncharge(entry);
 	vfree(entry->mem);
 	kfree(entry);
 }
@@ -207,23 +259,29 @@ int xiw_ring_alloc(struct xiw_ring *ring, u32 num, u32 entry_size,
 	ring->entry_size = entry_size;
 	ring->bytes = PAGE_ALIGN(XIW_RING_ENTRIES_OFFSET +
 				 (size_t)num * entry_size);
-	ring->mem = vmalloc_user(ring->bytes);
+	/* Charged to the caller's memory cgroup, up to 10 MiB for a QP. */
+	ring->mem = __vmalloc(ring->bytes, GFP_KERNEL_ACCOUNT | __GFP_ZERO);
 	if (!ring->mem)
 		return -ENOMEM;
 	if (!udata)
 		return 0;
 
 	uctx = rdma_udata_to_drv_context(udata, struct xiw_ucontext, ibucontext);
-	entry = kzalloc(sizeof(*entry), GFP_KERNEL);
+	entry = kzalloc(sizeof(*entry), GFP_KERNEL_ACCOUNT);
 	if (!entry) {
 		err = -ENOMEM;
 		goto err_free;
 	}
+	err = xiw_ring_charge(entry, ring->bytes >> PAGE_SHIFT);
+	if (err)
+		goto err_free;
 	entry->mem = ring->mem;
 	err = rdma_user_mmap_entry_insert(&uctx->ibucontext, &entry->rdma_entry,
 					  ring->bytes);
-	if (err)
+	if (err) {
+		xiw_ring_uncharge(entry);
 		goto err_free;
+	}
 	ring->mmap_entry = &entry->rdma_entry;
 	*mmap_key = rdma_user_mmap_get_offset(ring->mmap_entry);
 	return 0;

@@ -6,7 +6,8 @@
 # indices that claim more entries than the ring holds, a CQ that overflows
 # by 60 completions, a Read with more SGEs than max_sge_rd, a QP reused after Error and Reset while its last
 # stream had a Read Response half received, another process's QP named
-# in rdma_connect.  Each case is a regression
+# in rdma_connect, kernel memory charged to the memory cgroup and queues
+# to RLIMIT_MEMLOCK.  Each case is a regression
 # test of the hostile-users review; the harness adds the kernel log (a
 # soft lockup or an oops fail the run).
 set -euo pipefail
@@ -16,6 +17,18 @@ failed=
 for c in rq_producer sq_producer cq_overflow read_sges query_states; do
 	timeout 60 "$bin" "$c" || failed="$failed $c"
 done
+# Kernel memory is charged: to the memory cgroup, and queues to
+# RLIMIT_MEMLOCK for a process without CAP_IPC_LOCK.
+cg=/sys/fs/cgroup
+[ -e $cg/cgroup.controllers ] || mount -t cgroup2 none $cg
+echo +memory >$cg/cgroup.subtree_control
+mkdir -p $cg/xiw-hostile
+# shellcheck disable=SC2016 # for the inner shell
+timeout 60 sh -c 'echo $$ >"$1" && exec "$0" accounting' "$bin" \
+	$cg/xiw-hostile/cgroup.procs || failed="$failed accounting"
+# shellcheck disable=SC2016 # for the inner shell
+timeout 60 setpriv --bounding-set -ipc_lock --inh-caps -ipc_lock \
+	sh -c 'ulimit -l 256 && exec "$0" memlock' "$bin" || failed="$failed memlock"
 timeout 120 "$bin" qp_reuse "${XIW_ADDR_A:?}" 7850 || failed="$failed qp_reuse"
 timeout 60 "$bin" qp_steal "$XIW_ADDR_A" 7851 || failed="$failed qp_steal"
 if [ -n "$failed" ]; then

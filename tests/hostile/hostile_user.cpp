@@ -29,6 +29,10 @@
 //                completions (regression: 6.4 million from a ring of 8 in
 //                90 s, and a soft lockup of the worker).
 //   read_sges    an RDMA Read with 2 SGEs: EINVAL at post time.
+//   accounting   (in a cgroup v2 with the memory controller) 16 QPs with
+//                4096-entry queues: at least 1 MiB each charged to it.
+//   memlock      (without CAP_IPC_LOCK, RLIMIT_MEMLOCK 256 KiB) a QP with
+//                4096-entry queues: ENOMEM; a 16-entry one: created.
 //   query_states ibv_query_qp after each of Reset, Init, Init, Error, Reset,
 //                Init, Reset: the state it is in, the access flags it got.
 //   cq_overflow  64 receives flushed into a CQ of 4 entries: exactly one
@@ -37,10 +41,7 @@
 // The rings are found the way such a library would find them: the
 // provider mapped them from the uverbs device, /proc/self/maps lists them.
 
-#include "../fuzz/raw_peer.h"
-#include "../guest/rdma_test_util.h"
-
-#include <rdma/xiw-abi.h>
+#include "hostile_lib.h"
 
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -58,111 +59,9 @@
 
 namespace {
 
-using xiw_raw::bytes;
-using xiw_raw::u8;
-using xiw_raw::u16;
-using xiw_raw::u32;
-using xiw_raw::u64;
+using namespace xiw_hostile;
 using xiw_test::strf;
 
-const char *g_case = "";
-
-[[noreturn]] __attribute__((format(printf, 1, 2))) void fail(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	xiw_test::vfail("xiw_hostile_user", g_case, fmt, ap);
-}
-
-void pass(const std::string &what)
-{
-	std::printf("xiw_hostile_user %s: %s: ok\n", g_case, what.c_str());
-	std::fflush(stdout);
-}
-
-// ---------------------------------------------------------------------------
-// Shared rings
-
-struct mapping {
-	std::uintptr_t start, end;
-	std::size_t size() const { return end - start; }
-	bool operator<(const mapping &o) const { return start < o.start; }
-};
-
-// The mappings of a uverbs device in this process.
-std::set<mapping> uverbs_mappings()
-{
-	std::ifstream maps("/proc/self/maps");
-	std::set<mapping> out;
-	std::string line;
-	while (std::getline(maps, line)) {
-		if (line.find("/dev/infiniband/uverbs") == std::string::npos)
-			continue;
-		mapping m{};
-		if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR, &m.start, &m.end) == 2)
-			out.insert(m);
-	}
-	return out;
-}
-
-// The mappings that CREATE added, largest first.
-template <class F> std::vector<mapping> new_mappings(F create)
-{
-	const std::set<mapping> before = uverbs_mappings();
-	create();
-	std::vector<mapping> added;
-	for (const mapping &m : uverbs_mappings())
-		if (!before.count(m))
-			added.push_back(m);
-	std::sort(added.begin(), added.end(),
-		  [](const mapping &a, const mapping &b) { return a.size() > b.size(); });
-	return added;
-}
-
-xiw_ring_ctrl *ctrl_of(const mapping &m)
-{
-	return reinterpret_cast<xiw_ring_ctrl *>(m.start);
-}
-
-struct device {
-	ibv_context *ctx = nullptr;
-	ibv_pd *pd = nullptr;
-
-	device()
-	{
-		int n = 0;
-		ibv_device **list = ibv_get_device_list(&n);
-		for (int i = 0; list && i < n && !ctx; i++)
-			if (std::string(ibv_get_device_name(list[i])).rfind("xiw", 0) == 0)
-				ctx = ibv_open_device(list[i]);
-		if (list)
-			ibv_free_device_list(list);
-		if (!ctx)
-			fail("no xiw device");
-		pd = ibv_alloc_pd(ctx);
-		if (!pd)
-			xiw_test::die("ibv_alloc_pd");
-	}
-	~device()
-	{
-		ibv_dealloc_pd(pd);
-		ibv_close_device(ctx);
-	}
-};
-
-bool to_state(ibv_qp *qp, ibv_qp_state s)
-{
-	ibv_qp_attr a{};
-	a.qp_state = s;
-	int mask = IBV_QP_STATE;
-	if (s == IBV_QPS_INIT) {
-		a.port_num = 1;
-		a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
-				    IBV_ACCESS_REMOTE_WRITE;
-		mask |= IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
-	}
-	return ibv_modify_qp(qp, &a, mask) == 0;
-}
 
 // ibv_modify_qp to Error in a thread: its duration, or -1 if it has not
 // returned after LIMIT_MS (it is then left behind; the kernel log tells).
@@ -195,30 +94,41 @@ int count_completions(ibv_cq *cq, int wait_ms)
 	return n;
 }
 
-// A QP of its own device, PD and CQ, in Reset; MAPS are the uverbs
-// mappings its creation added, largest first.
-struct local_qp {
+// The device, its PD and one CQ for every QP; QPs are the caller's to
+// destroy.
+struct device_cq {
 	device d;
 	ibv_cq *cq = nullptr;
-	ibv_qp *qp = nullptr;
-	std::vector<mapping> maps;
 
-	local_qp(int cqe, u32 send_wr, u32 recv_wr)
+	explicit device_cq(int cqe)
 	{
 		cq = ibv_create_cq(d.ctx, cqe, nullptr, nullptr, 0);
 		if (!cq)
 			xiw_test::die("ibv_create_cq");
+	}
+	~device_cq() { ibv_destroy_cq(cq); }
+	// An RC QP on the CQ, or nullptr (errno).
+	ibv_qp *create_qp(u32 send_wr, u32 recv_wr)
+	{
 		ibv_qp_init_attr a = xiw_test::rc_qp_attr(send_wr, recv_wr);
 		a.send_cq = a.recv_cq = cq;
-		maps = new_mappings([&] { qp = ibv_create_qp(d.pd, &a); });
+		return ibv_create_qp(d.pd, &a);
+	}
+};
+
+// One QP in Reset on its own device_cq; MAPS are the uverbs mappings its
+// creation added, largest first.
+struct local_qp : device_cq {
+	ibv_qp *qp = nullptr;
+	std::vector<mapping> maps;
+
+	local_qp(int cqe, u32 send_wr, u32 recv_wr) : device_cq(cqe)
+	{
+		maps = new_mappings([&] { qp = create_qp(send_wr, recv_wr); });
 		if (!qp)
 			xiw_test::die("ibv_create_qp");
 	}
-	~local_qp()
-	{
-		ibv_destroy_qp(qp);
-		ibv_destroy_cq(cq);
-	}
+	~local_qp() { ibv_destroy_qp(qp); }
 	ibv_qp_cap caps() const
 	{
 		ibv_qp_attr got{};
@@ -300,15 +210,85 @@ int run_cq_overflow()
 	return 0;
 }
 
+// This process's memory cgroup's usage (cgroup v2), or -1.
+long long cgroup_memory_current()
+{
+	std::ifstream self("/proc/self/cgroup");
+	std::string line;
+	while (std::getline(self, line))
+		if (line.rfind("0::", 0) == 0) {
+			std::ifstream cur("/sys/fs/cgroup" + line.substr(3) + "/memory.current");
+			long long v = -1;
+			cur >> v;
+			return v;
+		}
+	return -1;
+}
+
+// accounting: the kernel memory of QPs is charged to the creator's memory
+// cgroup (run in one with the memory controller).  16 QPs with 4096-entry
+// queues hold about 16 x 2 MiB of rings and shadows.  (Regression: none of
+// it was charged, vmalloc_user and kvcalloc without __GFP_ACCOUNT.)
+int run_accounting()
+{
+	constexpr int nqp = 16;
+	device_cq dc(16);
+	const long long before = cgroup_memory_current();
+	if (before < 0)
+		fail("not in a cgroup v2 with the memory controller");
+	std::vector<ibv_qp *> qps;
+	for (int i = 0; i < nqp; i++) {
+		ibv_qp *qp = dc.create_qp(4096, 4096);
+		if (!qp)
+			xiw_test::die("ibv_create_qp");
+		qps.push_back(qp);
+	}
+	const long long during = cgroup_memory_current();
+	for (ibv_qp *qp : qps)
+		ibv_destroy_qp(qp);
+	const long long after = cgroup_memory_current();
+	const long long per_qp = (during - before) / nqp;
+	// The SQ ring alone: 4096 SQEs of more than 200 octets.
+	if (per_qp < 1 << 20)
+		fail("%d QPs with 4096-entry queues charged %lld octets to the cgroup", nqp,
+		     during - before);
+	pass(strf("%lld KiB charged per QP, %lld KiB left after destroying them", per_qp >> 10,
+		  (after - before) >> 10));
+	return 0;
+}
+
+// memlock: queues count as locked memory.  Run without CAP_IPC_LOCK and
+// with RLIMIT_MEMLOCK at 256 KiB: a QP with 4096-entry queues fails with
+// ENOMEM, a small one is created, and once destroyed its pages count no
+// more (the big one's failure did not leak a charge either).
+int run_memlock()
+{
+	device_cq dc(16);
+	errno = 0;
+	ibv_qp *big = dc.create_qp(4096, 4096);
+	const int big_err = errno;
+	if (big)
+		fail("a QP with 4096-entry queues was created within RLIMIT_MEMLOCK 256 KiB");
+	if (big_err != ENOMEM)
+		fail("a QP beyond RLIMIT_MEMLOCK: %s, expected ENOMEM", std::strerror(big_err));
+	for (int round = 0; round < 3; round++) {
+		ibv_qp *small = dc.create_qp(16, 16);
+		if (!small)
+			fail("round %d: a QP with 16-entry queues: %s", round, std::strerror(errno));
+		ibv_destroy_qp(small);
+	}
+	pass("4096-entry QP: ENOMEM; 16-entry QP created 3 times");
+	return 0;
+}
+
 // An RDMA Read with two SGEs, through ibv_post_send and through the
 // ibv_wr_* API: EINVAL at post time, as max_sge_rd (1) says.  (Regression:
 // accepted, the QP went to Error when the kernel fetched it.)
 int run_read_sges()
 {
-	device d;
-	ibv_cq *cq = ibv_create_cq(d.ctx, 16, nullptr, nullptr, 0);
-	if (!cq)
-		xiw_test::die("ibv_create_cq");
+	device_cq dc(16);
+	device &d = dc.d;
+	ibv_cq *cq = dc.cq;
 	ibv_qp_init_attr_ex a{};
 	a.cap = xiw_test::rc_qp_attr(4, 4).cap;
 	a.cap.max_send_sge = 2;
@@ -339,7 +319,6 @@ int run_read_sges()
 	const int batch = ibv_wr_complete(qpx);
 	ibv_destroy_qp(qp);
 	ibv_dereg_mr(mr);
-	ibv_destroy_cq(cq);
 	if (post != EINVAL || batch != EINVAL)
 		fail("ibv_post_send: %d, ibv_wr_complete: %d; expected EINVAL (%d) from both",
 		     post, batch, EINVAL);
@@ -525,42 +504,6 @@ void raw_peer(int lfd, std::string &why, std::atomic<bool> &send_done)
 		std::this_thread::sleep_for(std::chrono::milliseconds(10));
 	close(fd);
 }
-
-struct cm_client {
-	rdma_event_channel *ch = rdma_create_event_channel();
-	rdma_cm_id *id = nullptr;
-
-	cm_client(const char *addr, const char *port)
-	{
-		if (!ch || rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP))
-			xiw_test::die("rdma_create_id");
-		rdma_addrinfo *res = xiw_test::resolve(addr, port, false);
-		if (rdma_resolve_addr(id, nullptr, res->ai_dst_addr, 2000))
-			xiw_test::die("rdma_resolve_addr");
-		rdma_freeaddrinfo(res);
-		expect(RDMA_CM_EVENT_ADDR_RESOLVED);
-		if (rdma_resolve_route(id, 2000))
-			xiw_test::die("rdma_resolve_route");
-		expect(RDMA_CM_EVENT_ROUTE_RESOLVED);
-	}
-	~cm_client()
-	{
-		rdma_destroy_id(id);
-		rdma_destroy_event_channel(ch);
-	}
-	// The next event, which must be WANT.
-	void expect(rdma_cm_event_type want)
-	{
-		rdma_cm_event *ev = nullptr;
-		if (rdma_get_cm_event(ch, &ev))
-			xiw_test::die("rdma_get_cm_event");
-		const rdma_cm_event_type got = ev->event;
-		rdma_ack_cm_event(ev);
-		if (got != want)
-			fail("rdma_cm event %s, expected %s", rdma_event_str(got),
-			     rdma_event_str(want));
-	}
-};
 
 int run_qp_reuse(const char *addr, const char *port)
 {
@@ -761,9 +704,11 @@ int main(int argc, char **argv)
 {
 	if (argc < 2) {
 		std::fprintf(stderr, "usage: xiw_hostile_user qp_reuse|qp_steal ADDR PORT | rq_producer | "
-				     "sq_producer | cq_overflow | read_sges | query_states\n");
+				     "sq_producer | cq_overflow | read_sges | query_states | accounting | "
+				     "memlock\n");
 		return 2;
 	}
+	g_tool = "xiw_hostile_user";
 	g_case = argv[1];
 	const std::string c = argv[1];
 	if (c == "qp_reuse" && argc == 4)
@@ -778,6 +723,10 @@ int main(int argc, char **argv)
 		return run_read_sges();
 	if (c == "query_states")
 		return run_query_states();
+	if (c == "accounting")
+		return run_accounting();
+	if (c == "memlock")
+		return run_memlock();
 	std::fprintf(stderr, "xiw_hostile_user: unknown case %s\n", argv[1]);
 	return 2;
 }

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+// What the hostile local user's programs share: reporting, the device,
+// the rings the provider mapped (found as a malicious library would, in
+// /proc/self/maps), QP states, an rdma_cm active side.
+#ifndef XIW_TESTS_HOSTILE_LIB_H
+#define XIW_TESTS_HOSTILE_LIB_H
+
+#include "../fuzz/raw_peer.h"
+#include "../guest/rdma_test_util.h"
+
+#include <rdma/xiw-abi.h>
+
+#include <cinttypes>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace xiw_hostile {
+
+using xiw_raw::bytes;
+using xiw_raw::u16;
+using xiw_raw::u32;
+using xiw_raw::u64;
+using xiw_raw::u8;
+
+// Program and case, for "PROGRAM CASE: ...: ok | FAIL: why".
+inline const char *g_tool = "";
+inline const char *g_case = "";
+
+[[noreturn]] __attribute__((format(printf, 1, 2))) inline void fail(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	xiw_test::vfail(g_tool, g_case, fmt, ap);
+}
+
+inline void pass(const std::string &what)
+{
+	std::printf("%s %s: %s: ok\n", g_tool, g_case, what.c_str());
+	std::fflush(stdout);
+}
+
+// ---------------------------------------------------------------------------
+// Shared rings
+
+struct mapping {
+	std::uintptr_t start, end;
+	std::size_t size() const { return end - start; }
+	bool operator<(const mapping &o) const { return start < o.start; }
+};
+
+// The mappings of a uverbs device in this process.
+inline std::set<mapping> uverbs_mappings()
+{
+	std::ifstream maps("/proc/self/maps");
+	std::set<mapping> out;
+	std::string line;
+	while (std::getline(maps, line)) {
+		if (line.find("/dev/infiniband/uverbs") == std::string::npos)
+			continue;
+		mapping m{};
+		if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR, &m.start, &m.end) == 2)
+			out.insert(m);
+	}
+	return out;
+}
+
+// The mappings that CREATE added, largest first.
+template <class F> std::vector<mapping> new_mappings(F create)
+{
+	const std::set<mapping> before = uverbs_mappings();
+	create();
+	std::vector<mapping> added;
+	for (const mapping &m : uverbs_mappings())
+		if (!before.count(m))
+			added.push_back(m);
+	std::sort(added.begin(), added.end(),
+		  [](const mapping &a, const mapping &b) { return a.size() > b.size(); });
+	return added;
+}
+
+inline xiw_ring_ctrl *ctrl_of(const mapping &m)
+{
+	return reinterpret_cast<xiw_ring_ctrl *>(m.start);
+}
+
+struct device {
+	ibv_context *ctx = nullptr;
+	ibv_pd *pd = nullptr;
+
+	device()
+	{
+		int n = 0;
+		ibv_device **list = ibv_get_device_list(&n);
+		for (int i = 0; list && i < n && !ctx; i++)
+			if (std::string(ibv_get_device_name(list[i])).rfind("xiw", 0) == 0)
+				ctx = ibv_open_device(list[i]);
+		if (list)
+			ibv_free_device_list(list);
+		if (!ctx)
+			fail("no xiw device");
+		pd = ibv_alloc_pd(ctx);
+		if (!pd)
+			xiw_test::die("ibv_alloc_pd");
+	}
+	~device()
+	{
+		ibv_dealloc_pd(pd);
+		ibv_close_device(ctx);
+	}
+};
+
+inline bool to_state(ibv_qp *qp, ibv_qp_state s)
+{
+	ibv_qp_attr a{};
+	a.qp_state = s;
+	int mask = IBV_QP_STATE;
+	if (s == IBV_QPS_INIT) {
+		a.port_num = 1;
+		a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+				    IBV_ACCESS_REMOTE_WRITE;
+		mask |= IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+	}
+	return ibv_modify_qp(qp, &a, mask) == 0;
+}
+
+// An rdma_cm active side with its own event channel, resolved to ADDR:PORT.
+struct cm_client {
+	rdma_event_channel *ch = rdma_create_event_channel();
+	rdma_cm_id *id = nullptr;
+
+	cm_client(const char *addr, const char *port)
+	{
+		if (!ch || rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP))
+			xiw_test::die("rdma_create_id");
+		rdma_addrinfo *res = xiw_test::resolve(addr, port, false);
+		if (rdma_resolve_addr(id, nullptr, res->ai_dst_addr, 2000))
+			xiw_test::die("rdma_resolve_addr");
+		rdma_freeaddrinfo(res);
+		expect(RDMA_CM_EVENT_ADDR_RESOLVED);
+		if (rdma_resolve_route(id, 2000))
+			xiw_test::die("rdma_resolve_route");
+		expect(RDMA_CM_EVENT_ROUTE_RESOLVED);
+	}
+	~cm_client()
+	{
+		rdma_destroy_id(id);
+		rdma_destroy_event_channel(ch);
+	}
+	// The next event, which must be WANT.
+	void expect(rdma_cm_event_type want)
+	{
+		rdma_cm_event *ev = nullptr;
+		if (rdma_get_cm_event(ch, &ev))
+			xiw_test::die("rdma_get_cm_event");
+		const rdma_cm_event_type got = ev->event;
+		rdma_ack_cm_event(ev);
+		if (got != want)
+			fail("rdma_cm event %s, expected %s", rdma_event_str(got),
+			     rdma_event_str(want));
+	}
+};
+
+} // namespace xiw_hostile
+
+#endif
