@@ -36,6 +36,15 @@ static void xiw_rqe_release(struct xiw_qp_rx *rx)
 	rx->rqe_valid = false;
 }
 
+/* Lets go of the receive's and the tagged segment's registrations. */
+static void xiw_rx_release(struct xiw_qp_rx *rx)
+{
+	xiw_rqe_release(rx);
+	if (rx->tagged_mr)
+		xiw_mr_put(rx->tagged_mr);
+	rx->tagged_mr = NULL;
+}
+
 /* Completes the current RQE with @cqe, whose other fields are set. */
 static void xiw_rq_post(struct xiw_qp *qp, struct xiw_cqe *cqe, bool solicited)
 {
@@ -1347,9 +1356,7 @@ void xiw_qp_rx_reset_stream(struct xiw_qp *qp)
 	struct xiw_orq_entry *orq = rx->orq;
 	unsigned int i;
 
-	xiw_rqe_release(rx);
-	if (rx->tagged_mr)
-		xiw_mr_put(rx->tagged_mr);
+	xiw_rx_release(rx);
 	memset(rx, 0, sizeof(*rx));
 	rx->orq = orq;
 	memset(orq, 0, XIW_MAX_ORD * sizeof(*orq));
@@ -1372,10 +1379,7 @@ void xiw_qp_rx_destroy(struct xiw_qp *qp)
 {
 	struct xiw_qp_rx *rx = &qp->rx;
 
-	xiw_rqe_release(rx);
-	if (rx->tagged_mr)
-		xiw_mr_put(rx->tagged_mr);
-	rx->tagged_mr = NULL;
+	xiw_rx_release(rx);
 	kfree(rx->orq);
 	rx->orq = NULL;
 }

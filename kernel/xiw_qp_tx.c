@@ -1193,6 +1193,18 @@ sent:
 	return 0;
 }
 
+/* Drops the peer's requests not yet answered; qp->lock held. */
+static void xiw_tx_drop_requests(struct xiw_qp_tx *tx)
+{
+	for (; tx->irq_head != tx->irq_tail; tx->irq_head++) {
+		struct xiw_irq_entry *e = &tx->irq[tx->irq_head % XIW_MAX_IRD];
+
+		if (e->mr)
+			xiw_mr_put(e->mr);
+		e->mr = NULL;
+	}
+}
+
 /* Completes every WQE not yet done with a flush error (QP in Error). */
 static void xiw_tx_flush(struct xiw_qp *qp)
 {
@@ -1208,13 +1220,7 @@ static void xiw_tx_flush(struct xiw_qp *qp)
 	xiw_tx_discard(tx);
 	spin_lock_bh(&qp->lock);
 	qp->rx.orq_head = qp->rx.orq_tail;
-	for (; tx->irq_head != tx->irq_tail; tx->irq_head++) {
-		struct xiw_irq_entry *e = &tx->irq[tx->irq_head % XIW_MAX_IRD];
-
-		if (e->mr)
-			xiw_mr_put(e->mr);
-		e->mr = NULL;
-	}
+	xiw_tx_drop_requests(tx);
 	for (i = tx->retire; i != tx->fetch; i++) {
 		struct xiw_wqe *wqe = xiw_wqe_at(qp, i);
 
@@ -1275,7 +1281,6 @@ static void xiw_tx_execute_local(struct xiw_qp *qp, struct xiw_wqe *wqe)
 		xiw_qp_fatal(qp, XIW_WC_WR_FLUSH_ERR);
 }
 
-/* Picks and frames the next work; false when there is none or no room. */
 /*
  * The current work request waits, for an ORD slot or for its fence, and
  * has framed nothing yet, so the stream is between messages: the peer's
@@ -1290,6 +1295,7 @@ static bool xiw_tx_frame_responses_only(struct xiw_qp *qp)
 	return false;
 }
 
+/* Picks and frames the next work; false when there is none or no room. */
 static bool xiw_tx_frame_next(struct xiw_qp *qp)
 {
 	struct xiw_qp_tx *tx = &qp->tx;
@@ -1605,13 +1611,7 @@ void xiw_qp_tx_reset_stream(struct xiw_qp *qp)
 	tx->fpdu_attached = 0;
 	tx->fpdu_pos = 0;
 	spin_lock_bh(&qp->lock);
-	for (; tx->irq_head != tx->irq_tail; tx->irq_head++) {
-		struct xiw_irq_entry *e = &tx->irq[tx->irq_head % XIW_MAX_IRD];
-
-		if (e->mr)
-			xiw_mr_put(e->mr);
-		e->mr = NULL;
-	}
+	xiw_tx_drop_requests(tx);
 	memset(tx->msn, 0, sizeof(tx->msn));
 	tx->rtr_pending = false;
 	tx->close_pending = false;

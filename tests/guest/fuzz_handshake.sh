@@ -24,6 +24,10 @@ set -euo pipefail
 # shellcheck source=fuzz_lib.bash
 source "$(dirname "$0")/fuzz_lib.bash"
 
+bin=$(fuzz_programs)
+fuzz=$bin/xiw_fuzz
+victim=$bin/xiw_fuzz_victim
+
 addr=${XIW_ADDR_A:?}
 cases=${XIW_FUZZ_CASES:-300}
 flood=${XIW_FUZZ_FLOOD:-300}

@@ -2,14 +2,16 @@
 # Helpers for the wire fuzzer's guest tests, fuzz_wire.sh and
 # fuzz_handshake.sh (sourced, not a test itself).
 
-# Copies, so that a rebuild on the host does not pull them away mid-run.
-fuzz_bin=$(mktemp -d)
-cp "${XIW_BUILD_DIR:?set by scripts/guest}/tests/fuzz/xiw_fuzz" \
-	"$XIW_BUILD_DIR/tests/fuzz/xiw_fuzz_victim" "$fuzz_bin/"
-# shellcheck disable=SC2034 # used by fuzz_wire.sh, fuzz_handshake.sh
-fuzz=$fuzz_bin/xiw_fuzz
-# shellcheck disable=SC2034 # used by fuzz_wire.sh, fuzz_handshake.sh
-victim=$fuzz_bin/xiw_fuzz_victim
+# fuzz_programs: copies xiw_fuzz and xiw_fuzz_victim into a new directory
+# and prints it, so that a rebuild on the host does not pull them away
+# mid-run.
+fuzz_programs() {
+	local dir
+	dir=$(mktemp -d)
+	cp "${XIW_BUILD_DIR:?set by scripts/guest}/tests/fuzz/xiw_fuzz" \
+		"$XIW_BUILD_DIR/tests/fuzz/xiw_fuzz_victim" "$dir/"
+	echo "$dir"
+}
 
 # fuzz_wait_listening LOG: waits up to 10 s for LOG to say "listening";
 # fails if it does not.

@@ -28,6 +28,10 @@ source "$(dirname "$0")/../../scripts/lib/guest-devices.bash"
 # shellcheck source=fuzz_lib.bash
 source "$(dirname "$0")/fuzz_lib.bash"
 
+bin=$(fuzz_programs)
+fuzz=$bin/xiw_fuzz
+victim=$bin/xiw_fuzz_victim
+
 corpus=${XIW_REPO:?}/tests/fuzz/seeds
 addr=${XIW_ADDR_A:?}
 port=7900

@@ -53,8 +53,6 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
-#include <set>
-#include <sstream>
 #include <vector>
 
 namespace {
