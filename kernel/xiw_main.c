@@ -91,17 +91,17 @@ static void xiw_device_fail_qps(struct xiw_device *xdev)
 	unsigned long index;
 	struct xiw_qp *qp;
 
-	xa_lock(&xdev->qp_xa);
+	xa_lock_irq(&xdev->qp_xa);
 	xa_for_each(&xdev->qp_xa, index, qp) {
 		/* The reference keeps xiw_destroy_qp() waiting for us. */
 		if (!refcount_inc_not_zero(&qp->iw_refs))
 			continue;
-		xa_unlock(&xdev->qp_xa);
+		xa_unlock_irq(&xdev->qp_xa);
 		xiw_qp_fatal(qp, XIW_WC_FATAL_ERR);
 		xiw_qp_put_ref(&qp->ibqp);
-		xa_lock(&xdev->qp_xa);
+		xa_lock_irq(&xdev->qp_xa);
 	}
-	xa_unlock(&xdev->qp_xa);
+	xa_unlock_irq(&xdev->qp_xa);
 }
 
 static int xiw_netdev_event(struct notifier_block *nb, unsigned long event,
@@ -154,7 +154,12 @@ static struct xiw_device *xiw_device_alloc(struct net_device *netdev)
 		return NULL;
 	ibdev = &xdev->ibdev;
 	INIT_LIST_HEAD(&xdev->devices_entry);
-	xa_init_flags(&xdev->qp_xa, XA_FLAGS_ALLOC1);
+	/*
+	 * iw_cm looks QPs up with interrupts off, under its cm_id lock, which
+	 * it also takes in softirq: the QP table's lock is taken with
+	 * interrupts off everywhere (xiw_get_qp()).
+	 */
+	xa_init_flags(&xdev->qp_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&xdev->mr_xa, XA_FLAGS_ALLOC1);
 	xdev->netdev = netdev;
 

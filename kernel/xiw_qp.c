@@ -77,9 +77,9 @@ int xiw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	if (err)
 		goto err_data_path;
 
-	err = xa_alloc_cyclic(&xdev->qp_xa, &qpn, qp,
-			      XA_LIMIT(1, XIW_STAG_INDEX_MAX), &xdev->qpn_next,
-			      GFP_KERNEL);
+	err = xa_alloc_cyclic_irq(&xdev->qp_xa, &qpn, qp,
+				  XA_LIMIT(1, XIW_STAG_INDEX_MAX),
+				  &xdev->qpn_next, GFP_KERNEL);
 	if (err < 0)
 		goto err_data_path;
 	ibqp->qp_num = qpn;
@@ -99,7 +99,7 @@ int xiw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	return 0;
 
 err_xa:
-	xa_erase(&xdev->qp_xa, qpn);
+	xa_erase_irq(&xdev->qp_xa, qpn);
 err_data_path:
 	xiw_qp_rx_destroy(qp);
 	xiw_qp_tx_destroy(qp);
@@ -116,7 +116,7 @@ int xiw_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct xiw_device *xdev = to_xiw_dev(ibqp->device);
 	struct xiw_qp *qp = to_xiw_qp(ibqp);
 
-	xa_erase(&xdev->qp_xa, ibqp->qp_num);
+	xa_erase_irq(&xdev->qp_xa, ibqp->qp_num);
 	mutex_lock(&qp->state_lock);
 	qp->destroying = true;
 	if (qp->cep)
@@ -626,18 +626,19 @@ void xiw_qp_put_ref(struct ib_qp *ibqp)
  * xiw_destroy_qp() may be dropping the last reference: so the reference is
  * taken here, from a count that is not zero yet, and xiw_iw_add_ref() only
  * stands for it (iwcm.c, iw_cm_connect() and iw_cm_accept(), the only
- * callers of both).
+ * callers of both).  Called with interrupts off (iw_cm's cm_id lock).
  */
 struct ib_qp *xiw_get_qp(struct ib_device *ibdev, int qpn)
 {
 	struct xiw_device *xdev = to_xiw_dev(ibdev);
 	struct xiw_qp *qp;
+	unsigned long flags;
 
-	xa_lock(&xdev->qp_xa);
+	xa_lock_irqsave(&xdev->qp_xa, flags);
 	qp = xa_load(&xdev->qp_xa, qpn);
 	if (qp && !refcount_inc_not_zero(&qp->iw_refs))
 		qp = NULL;
-	xa_unlock(&xdev->qp_xa);
+	xa_unlock_irqrestore(&xdev->qp_xa, flags);
 	return qp ? &qp->ibqp : NULL;
 }
 
