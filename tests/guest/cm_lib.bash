@@ -12,8 +12,7 @@ in_ns() {
 
 # wait_listen HOST PORT: until something listens on PORT on HOST.
 wait_listen() {
-	local i
-	for i in $(seq 1 100); do
+	for _ in $(seq 1 $((100 * ${XIW_TIME_FACTOR:-1}))); do
 		[ -n "$(in_ns "$1" ss -Hltn "sport = :$2")" ] && return 0
 		sleep 0.1
 	done
@@ -24,10 +23,9 @@ wait_listen() {
 # wait_no_conn HOST PORT: until no TCP connection of PORT is left on HOST
 # other than those in TIME-WAIT (a connection xiw forgot fails the test).
 wait_no_conn() {
-	local i
-	for i in $(seq 1 100); do
-		[ -z "$(in_ns "$1" ss -Htn state connected "sport = :$2 or dport = :$2" |
-			grep -v TIME-WAIT)" ] && return 0
+	for _ in $(seq 1 $((100 * ${XIW_TIME_FACTOR:-1}))); do
+		in_ns "$1" ss -Htn state connected "sport = :$2 or dport = :$2" |
+			grep -qv TIME-WAIT || return 0
 		sleep 0.1
 	done
 	echo "connections of port $2 left on host $1:"
@@ -66,4 +64,30 @@ cm_log_negotiation() {
 cm_show_negotiation() {
 	echo "--- what was negotiated$1:"
 	dmesg | grep 'MPA rev' | sed 's/^\[[^]]*\] //' | sort | uniq -c  || true
+}
+
+# mpa_timeout_set SECONDS: xiw's MPA timeout, times XIW_TIME_FACTOR (a slow
+# kernel takes seconds to tear a listener or a device down).
+mpa_timeout_set() {
+	echo $(($1 * ${XIW_TIME_FACTOR:-1})) >/sys/module/xiw/parameters/mpa_timeout
+}
+
+# pending_probe ADDR PORT: a TCP connection to a listener that never sends
+# its MPA Request; succeeds if xiw closes it well before mpa_timeout (its
+# listener or device went away), fails if only the timeout did.
+pending_probe() {
+	/usr/bin/python3 - "$1" "$2" "$(</sys/module/xiw/parameters/mpa_timeout)" <<'PY'
+import socket, sys, time
+mpa = float(sys.argv[3])
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
+s.settimeout(4 * mpa)
+t0 = time.monotonic()
+try:
+    s.recv(100)
+except OSError:
+    pass
+dt = time.monotonic() - t0
+print(f"pending connection closed after {dt:.1f} s (mpa_timeout {mpa:.0f} s)")
+sys.exit(0 if dt < 0.75 * mpa else 1)
+PY
 }

@@ -95,24 +95,12 @@ wait_no_conn a $port
 
 # --- a listener destroyed while a connection still reads its Request
 port=7492
+mpa_timeout_set 2
 # Not through in_ns: $! must be the server itself, to kill it.
 ip netns exec a "$cm_test" server "$A" $port cdisc &
 spid=$!
 wait_listen a $port
-"$py" - "$A" $port <<'PY' &
-import socket, sys, time
-s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
-s.settimeout(10)
-t0 = time.monotonic()
-try:
-    s.recv(100)
-except ConnectionResetError:
-    pass
-dt = time.monotonic() - t0
-print(f"pending connection closed after {dt:.1f} s")
-# Well before mpa_timeout (2 s): closed by the listener's end.
-sys.exit(0 if dt < 1.5 else 1)
-PY
+pending_probe "$A" $port &
 ppid=$!
 # Once TCP connected it (python starts slowly under TCG): then the
 # connection is one the listener still holds while it reads the Request.
@@ -123,6 +111,7 @@ done
 kill "$spid"; wait "$spid" || true
 wait "$ppid"
 wait_no_conn a $port
+echo 2 >/sys/module/xiw/parameters/mpa_timeout
 
 # --- active side: xiw0 (host a) against a raw server on host b
 active() {

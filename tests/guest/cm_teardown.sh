@@ -10,7 +10,8 @@
 set -euo pipefail
 . "$(dirname "$0")/cm_lib.bash"
 
-A=$XIW_ADDR_A B=$XIW_ADDR_B
+A=$XIW_ADDR_A
+mpa_timeout_set 5
 
 # hold_pair PORT: an established connection, server on a, client on b.
 hold_pair() {
@@ -31,20 +32,7 @@ pending() {
 	ip netns exec a "$cm_test" server "$A" "$1" cdisc &
 	lpid=$!
 	wait_listen a "$1"
-	/usr/bin/python3 -c '
-import socket, sys, time
-s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
-s.settimeout(20)
-t0 = time.monotonic()
-try:
-    s.recv(100)
-except OSError:
-    pass
-dt = time.monotonic() - t0
-print(f"pending connection closed after {dt:.1f} s")
-# Before mpa_timeout (5 s): closed because its listener went away.
-sys.exit(0 if dt < 4 else 1)
-' "$A" "$1" &
+	pending_probe "$A" "$1" &
 	ppid=$!
 	# Until the connection is up (Python starts slowly in the guest).
 	for _ in $(seq 1 100); do
