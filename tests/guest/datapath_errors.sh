@@ -40,23 +40,31 @@ else
 	echo "FAIL: target memory was modified"; exit 1
 fi
 
+# stream_then ACTION: a client streams RDMA Writes to a fresh server; once
+# it streams, ACTION breaks the stream, and the client must end with the
+# error it expects.
+stream_then() {
+	local log=$XIW_OUT/stream.log factor=${XIW_TIME_FACTOR:-1}
+	start_server
+	on a timeout $((60 * factor)) "$bin" client "$XIW_ADDR_B" "$port" stream >"$log" 2>&1 &
+	client=$!
+	for _ in $(seq 1 $((100 * factor))); do
+		grep -q streaming "$log" && break
+		sleep 0.1
+	done
+	sleep 1
+	"$1"
+	wait "$client" || { echo "FAIL: the client"; cat "$log"; exit 1; }
+	cat "$log"
+}
+kill_server() { kill -9 "$server"; }
+link_down() { on a ip link set va down; }
+
 echo "== peer process killed mid-transfer"
-start_server
-on a timeout 60 "$bin" client "$XIW_ADDR_B" "$port" stream >"$XIW_OUT/stream.log" 2>&1 &
-client=$!
-sleep 2
-kill -9 "$server"
-wait "$client"
-cat "$XIW_OUT/stream.log"
+stream_then kill_server
 
 echo "== link down mid-transfer"
-start_server
-on a timeout 60 "$bin" client "$XIW_ADDR_B" "$port" stream >"$XIW_OUT/stream.log" 2>&1 &
-client=$!
-sleep 2
-on a ip link set va down
-wait "$client"
-cat "$XIW_OUT/stream.log"
+stream_then link_down
 on a ip link set va up
 kill "$server" 2>/dev/null || true
 wait "$server" 2>/dev/null || true
