@@ -144,6 +144,9 @@ static struct notifier_block xiw_netdev_notifier = {
 	.notifier_call = xiw_netdev_event,
 };
 
+/* The lock class of every device's QP table (see xiw_device_alloc()). */
+static struct lock_class_key xiw_qp_xa_key;
+
 static struct xiw_device *xiw_device_alloc(struct net_device *netdev)
 {
 	struct xiw_device *xdev;
@@ -157,9 +160,11 @@ static struct xiw_device *xiw_device_alloc(struct net_device *netdev)
 	/*
 	 * iw_cm looks QPs up with interrupts off, under its cm_id lock, which
 	 * it also takes in softirq: the QP table's lock is taken with
-	 * interrupts off everywhere (xiw_get_qp()).
+	 * interrupts off everywhere (xiw_get_qp()).  Its own lock class: the
+	 * MR table's lock, initialised by the same inline, is not irq-safe.
 	 */
 	xa_init_flags(&xdev->qp_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ);
+	lockdep_set_class(&xdev->qp_xa.xa_lock, &xiw_qp_xa_key);
 	xa_init_flags(&xdev->mr_xa, XA_FLAGS_ALLOC1);
 	xdev->netdev = netdev;
 
