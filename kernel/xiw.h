@@ -15,7 +15,7 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/iw_cm.h>
 #include <uapi/rdma/xiw-abi.h>
-#include <xiw/wire.h>
+#include <xiw/wr_opcodes.h>
 
 /* A software device has no IEEE OUI: the vendor id spells "xiw" in ASCII. */
 #define XIW_VENDOR_ID 0x786977
@@ -132,6 +132,8 @@ struct xiw_conn_params {
 /* The kernel's own copy of a posted SQE, validated, with its MRs held. */
 struct xiw_wqe {
 	struct xiw_sqe sqe;
+	/* The row of sqe.opcode (set when fetched); NULL if it has none. */
+	const struct xiw_wr_info *info;
 	struct xiw_mr *mr[XIW_MAX_SGE];
 	u32 bytes;			/* payload length */
 	u8 status;			/* enum xiw_wc_status */

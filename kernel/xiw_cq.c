@@ -69,32 +69,19 @@ int xiw_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	return 0;
 }
 
-static const enum ib_wc_opcode xiw_wc_opcode_to_ib[] = {
-	[XIW_WC_SEND] = IB_WC_SEND,
-	[XIW_WC_RDMA_WRITE] = IB_WC_RDMA_WRITE,
-	[XIW_WC_RDMA_READ] = IB_WC_RDMA_READ,
-	[XIW_WC_COMP_SWAP] = IB_WC_COMP_SWAP,
-	[XIW_WC_FETCH_ADD] = IB_WC_FETCH_ADD,
-	[XIW_WC_LOCAL_INV] = IB_WC_LOCAL_INV,
-	[XIW_WC_REG_MR] = IB_WC_REG_MR,
-	[XIW_WC_MASKED_COMP_SWAP] = IB_WC_MASKED_COMP_SWAP,
-	[XIW_WC_MASKED_FETCH_ADD] = IB_WC_MASKED_FETCH_ADD,
+/* Kernel verbs' names of the completion opcodes and statuses. */
+static const int xiw_ib_wc_opcodes[] = {
+#define XIW_IB_WC_OF(wc, ibv, ib) \
+	[wc] = ib,
+	XIW_WC_OPCODES(XIW_IB_WC_OF)
+#undef XIW_IB_WC_OF
 };
 
-static const enum ib_wc_status xiw_wc_status_to_ib[] = {
-	[XIW_WC_SUCCESS] = IB_WC_SUCCESS,
-	[XIW_WC_LOC_LEN_ERR] = IB_WC_LOC_LEN_ERR,
-	[XIW_WC_LOC_QP_OP_ERR] = IB_WC_LOC_QP_OP_ERR,
-	[XIW_WC_LOC_PROT_ERR] = IB_WC_LOC_PROT_ERR,
-	[XIW_WC_WR_FLUSH_ERR] = IB_WC_WR_FLUSH_ERR,
-	[XIW_WC_BAD_RESP_ERR] = IB_WC_BAD_RESP_ERR,
-	[XIW_WC_LOC_ACCESS_ERR] = IB_WC_LOC_ACCESS_ERR,
-	[XIW_WC_REM_INV_REQ_ERR] = IB_WC_REM_INV_REQ_ERR,
-	[XIW_WC_REM_ACCESS_ERR] = IB_WC_REM_ACCESS_ERR,
-	[XIW_WC_REM_OP_ERR] = IB_WC_REM_OP_ERR,
-	[XIW_WC_RNR_RETRY_EXC_ERR] = IB_WC_RNR_RETRY_EXC_ERR,
-	[XIW_WC_FATAL_ERR] = IB_WC_FATAL_ERR,
-	[XIW_WC_GENERAL_ERR] = IB_WC_GENERAL_ERR,
+static const enum ib_wc_status xiw_ib_wc_statuses[] = {
+#define XIW_IB_WC_STATUS_OF(status, ibv, ib) \
+	[status] = ib,
+	XIW_WC_STATUSES(XIW_IB_WC_STATUS_OF)
+#undef XIW_IB_WC_STATUS_OF
 };
 
 static void xiw_cqe_to_ib_wc(const struct xiw_cqe *cqe, struct ib_wc *wc)
@@ -103,15 +90,13 @@ static void xiw_cqe_to_ib_wc(const struct xiw_cqe *cqe, struct ib_wc *wc)
 	wc->wr_id = cqe->wr_id;
 	wc->byte_len = cqe->byte_len;
 
-	if (cqe->opcode == XIW_WC_RECV)
-		wc->opcode = IB_WC_RECV;
-	else if (cqe->opcode == XIW_WC_RECV_RDMA_WITH_IMM)
-		wc->opcode = IB_WC_RECV_RDMA_WITH_IMM;
-	else if (cqe->opcode < ARRAY_SIZE(xiw_wc_opcode_to_ib))
-		wc->opcode = xiw_wc_opcode_to_ib[cqe->opcode];
+	/* Opcodes kernel verbs have no name for stay IB_WC_SEND (0). */
+	if (cqe->opcode < ARRAY_SIZE(xiw_ib_wc_opcodes) &&
+	    xiw_ib_wc_opcodes[cqe->opcode] != XIW_NO_VERB)
+		wc->opcode = xiw_ib_wc_opcodes[cqe->opcode];
 
-	wc->status = cqe->status < ARRAY_SIZE(xiw_wc_status_to_ib) ?
-		     xiw_wc_status_to_ib[cqe->status] : IB_WC_GENERAL_ERR;
+	wc->status = cqe->status < ARRAY_SIZE(xiw_ib_wc_statuses) ?
+		     xiw_ib_wc_statuses[cqe->status] : IB_WC_GENERAL_ERR;
 	wc->vendor_err = cqe->vendor_err;
 	if (cqe->flags & XIW_CQE_WITH_IMM) {
 		wc->wc_flags |= IB_WC_WITH_IMM;

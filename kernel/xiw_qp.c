@@ -400,35 +400,23 @@ void xiw_qp_llp_unbind(struct xiw_qp *qp)
 	mutex_unlock(&qp->state_lock);
 }
 
-/* The SQE opcode of a kernel consumer's work request; -1 if none. */
-static int xiw_wr_opcode_of(enum ib_wr_opcode opcode)
+/* The kernel verbs opcode of each work-request opcode, XIW_NO_VERB. */
+static const int xiw_ib_wr_opcodes[] = {
+#define XIW_IB_WR_OF(wr, nm, rv, wire, wc, fl, smin, smax, slen, ibv, ib, dv) \
+	[wr] = ib,
+	XIW_WR_OPCODES(XIW_IB_WR_OF)
+#undef XIW_IB_WR_OF
+};
+
+/* The row of a kernel consumer's work request; NULL if xiw has none. */
+static const struct xiw_wr_info *xiw_wr_info_of_ib(enum ib_wr_opcode opcode)
 {
-	switch (opcode) {
-	case IB_WR_SEND:
-		return XIW_WR_SEND;
-	case IB_WR_SEND_WITH_IMM:
-		return XIW_WR_SEND_WITH_IMM;
-	case IB_WR_SEND_WITH_INV:
-		return XIW_WR_SEND_WITH_INV;
-	case IB_WR_RDMA_WRITE:
-		return XIW_WR_RDMA_WRITE;
-	case IB_WR_RDMA_WRITE_WITH_IMM:
-		return XIW_WR_RDMA_WRITE_WITH_IMM;
-	case IB_WR_RDMA_READ:
-		return XIW_WR_RDMA_READ;
-	case IB_WR_RDMA_READ_WITH_INV:
-		return XIW_WR_RDMA_READ_WITH_INV;
-	case IB_WR_ATOMIC_FETCH_AND_ADD:
-		return XIW_WR_ATOMIC_FETCH_ADD;
-	case IB_WR_ATOMIC_CMP_AND_SWP:
-		return XIW_WR_ATOMIC_CMP_SWAP;
-	case IB_WR_LOCAL_INV:
-		return XIW_WR_LOCAL_INV;
-	case IB_WR_REG_MR:
-		return XIW_WR_REG_MR;
-	default:
-		return -1;
-	}
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(xiw_ib_wr_opcodes); i++)
+		if (xiw_ib_wr_opcodes[i] == (int)opcode)
+			return xiw_wr_lookup(i);
+	return NULL;
 }
 
 /*
@@ -438,22 +426,20 @@ static int xiw_wr_opcode_of(enum ib_wr_opcode opcode)
  */
 static int xiw_fill_sqe(struct xiw_sqe *sqe, const struct ib_send_wr *wr)
 {
-	int opcode = xiw_wr_opcode_of(wr->opcode);
+	const struct xiw_wr_info *wi = xiw_wr_info_of_ib(wr->opcode);
 	u32 len = 0;
 	int i;
 
-	if (opcode < 0)
+	/* What the SQ would fail later fails the post, as the provider's. */
+	if (!wi || wr->num_sge < wi->sge_min || wr->num_sge > wi->sge_max)
 		return -EINVAL;
-	if (wr->num_sge < 0 || wr->num_sge > XIW_MAX_SGE)
-		return -EINVAL;
-	if ((wr->opcode == IB_WR_RDMA_READ ||
-	     wr->opcode == IB_WR_RDMA_READ_WITH_INV) &&
-	    wr->num_sge > XIW_MAX_SGE_RD)
-		return -EINVAL;
+	for (i = 0; wi->sge_len && i < wr->num_sge; i++)
+		if (wr->sg_list[i].length != wi->sge_len)
+			return -EINVAL;
 	/* Only the SGEs (or inline bytes) in use are read. */
 	memset(sqe, 0, offsetof(struct xiw_sqe, sge));
 	sqe->wr_id = wr->wr_id;
-	sqe->opcode = opcode;
+	sqe->opcode = wi->wr;
 	if (wr->send_flags & IB_SEND_SIGNALED)
 		sqe->flags |= XIW_SQE_SIGNALED;
 	if (wr->send_flags & IB_SEND_SOLICITED)
@@ -504,7 +490,7 @@ static int xiw_fill_sqe(struct xiw_sqe *sqe, const struct ib_send_wr *wr)
 		break;
 	}
 
-	if (!(wr->send_flags & IB_SEND_INLINE)) {
+	if (!(wr->send_flags & IB_SEND_INLINE && wi->flags & XIW_WRF_INLINE)) {
 		sqe->num_sge = wr->num_sge;
 		xiw_sges_from_ib(sqe->sge, wr->sg_list, wr->num_sge);
 		return 0;

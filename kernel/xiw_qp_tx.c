@@ -322,84 +322,6 @@ static void xiw_wqe_release(struct xiw_wqe *wqe)
 	}
 }
 
-static u8 xiw_wc_opcode_of(u8 wr_opcode)
-{
-	switch (wr_opcode) {
-	case XIW_WR_RDMA_WRITE:
-	case XIW_WR_RDMA_WRITE_WITH_IMM:
-		return XIW_WC_RDMA_WRITE;
-	case XIW_WR_RDMA_READ:
-	case XIW_WR_RDMA_READ_WITH_INV:
-		return XIW_WC_RDMA_READ;
-	case XIW_WR_LOCAL_INV:
-		return XIW_WC_LOCAL_INV;
-	case XIW_WR_REG_MR:
-		return XIW_WC_REG_MR;
-	case XIW_WR_ATOMIC_FETCH_ADD:
-		return XIW_WC_FETCH_ADD;
-	case XIW_WR_ATOMIC_CMP_SWAP:
-		return XIW_WC_COMP_SWAP;
-	case XIW_WR_MASKED_FETCH_ADD:
-		return XIW_WC_MASKED_FETCH_ADD;
-	case XIW_WR_MASKED_CMP_SWAP:
-		return XIW_WC_MASKED_COMP_SWAP;
-	case XIW_WR_IMMEDIATE_DATA:
-		return XIW_WC_IMMEDIATE_DATA;
-	case XIW_WR_FLUSH:
-		return XIW_WC_FLUSH;
-	case XIW_WR_ATOMIC_WRITE:
-		return XIW_WC_ATOMIC_WRITE;
-	case XIW_WR_VERIFY:
-		return XIW_WC_VERIFY;
-	default:
-		return XIW_WC_SEND;
-	}
-}
-
-/* Work done here, without a message: memory registration. */
-static bool xiw_wr_is_local(u8 wr_opcode)
-{
-	return wr_opcode == XIW_WR_LOCAL_INV || wr_opcode == XIW_WR_REG_MR;
-}
-
-/*
- * RFC 5040's own operations and local ones; all others are negotiated
- * extensions.
- */
-static bool xiw_wr_is_base(u8 wr_opcode)
-{
-	return wr_opcode == XIW_WR_SEND || wr_opcode == XIW_WR_SEND_WITH_INV ||
-	       wr_opcode == XIW_WR_RDMA_WRITE || wr_opcode == XIW_WR_RDMA_READ ||
-	       wr_opcode == XIW_WR_RDMA_READ_WITH_INV ||
-	       xiw_wr_is_local(wr_opcode);
-}
-
-/* Work that sends a request on QN 1 and completes on its response. */
-static bool xiw_wr_is_request(u8 wr_opcode)
-{
-	switch (wr_opcode) {
-	case XIW_WR_RDMA_READ:
-	case XIW_WR_RDMA_READ_WITH_INV:
-	case XIW_WR_ATOMIC_FETCH_ADD:
-	case XIW_WR_ATOMIC_CMP_SWAP:
-	case XIW_WR_MASKED_FETCH_ADD:
-	case XIW_WR_MASKED_CMP_SWAP:
-	case XIW_WR_FLUSH:
-	case XIW_WR_VERIFY:
-	case XIW_WR_ATOMIC_WRITE:
-		return true;
-	default:
-		return false;
-	}
-}
-
-static bool xiw_wr_has_imm(u8 wr_opcode)
-{
-	return wr_opcode == XIW_WR_SEND_WITH_IMM ||
-	       wr_opcode == XIW_WR_RDMA_WRITE_WITH_IMM ||
-	       wr_opcode == XIW_WR_IMMEDIATE_DATA;
-}
-
 /*
  * Completes the WQEs at the head of the SQ that are done, in order, and
  * gives their slots back to the producer.  Called with qp->lock held.
@@ -414,7 +336,8 @@ static void xiw_sq_retire(struct xiw_qp *qp)
 			.wr_id = wqe->sqe.wr_id,
 			.byte_len = wqe->bytes,
 			.qp_num = qp->ibqp.qp_num,
-			.opcode = xiw_wc_opcode_of(wqe->sqe.opcode),
+			/* An SQE with no opcode completes as a Send. */
+			.opcode = wqe->info ? wqe->info->wc : XIW_WC_SEND,
 			.status = wqe->status,
 		};
 		bool report;
@@ -500,102 +423,77 @@ static u8 xiw_access_error_status(enum xiw_access_error why)
 }
 
 /*
- * Checks a copy of a user SQE and takes references on the registrations
- * of its SGEs.  Returns a work completion status.
+ * What an SQE's opcode needs beyond its table row: a Flush's length and
+ * disposition (draft-talpey §4.1.1: a 32-bit Data Sink Length), a Verify's
+ * length and the size of the hash it expects.  Returns a work completion
+ * status.
+ */
+static u8 xiw_sqe_check_operands(const struct xiw_sqe *sqe)
+{
+	if (sqe->opcode == XIW_WR_FLUSH) {
+		if (sqe->operand[0] > U32_MAX)
+			return XIW_WC_LOC_LEN_ERR;
+		if (xiw_flush_flags(sqe->operand[1]) < 0)
+			return XIW_WC_LOC_QP_OP_ERR;
+	}
+	if (sqe->opcode == XIW_WR_VERIFY &&
+	    (sqe->operand[0] > U32_MAX ||
+	     (sqe->num_sge == 2 && sqe->sge[1].length > XIW_VERIFY_MAX_HASH)))
+		return XIW_WC_LOC_LEN_ERR;
+	return XIW_WC_SUCCESS;
+}
+
+/*
+ * Checks a copy of a user SQE against its opcode's row and takes
+ * references on the registrations of its SGEs.  Returns a work completion
+ * status.
  */
 static u8 xiw_wqe_prepare(struct xiw_qp *qp, struct xiw_wqe *wqe)
 {
 	struct xiw_device *xdev = to_xiw_dev(qp->ibqp.device);
 	struct xiw_sqe *sqe = &wqe->sqe;
+	const struct xiw_wr_info *wi = xiw_wr_lookup(sqe->opcode);
 	enum xiw_access_error why;
-	int access = 0;
+	int access;
 	u64 total = 0;
 	unsigned int i;
+	u8 status;
 
+	wqe->info = wi;
 	wqe->bytes = 0;
 	wqe->copy_only = false;
-	switch (sqe->opcode) {
-	case XIW_WR_SEND:
-	case XIW_WR_SEND_WITH_INV:
-	case XIW_WR_RDMA_WRITE:
-	case XIW_WR_SEND_WITH_IMM:
-	case XIW_WR_RDMA_WRITE_WITH_IMM:
-		break;
-	case XIW_WR_IMMEDIATE_DATA:
-		/* RFC 7306 §6.3: the 8 bytes are all the message carries. */
-		if (sqe->num_sge || sqe->flags & XIW_SQE_INLINE)
-			return XIW_WC_LOC_LEN_ERR;
-		break;
-	case XIW_WR_RDMA_READ_WITH_INV:
-	case XIW_WR_LOCAL_INV:
-	case XIW_WR_REG_MR:
-		/* A REG_MR's SQE names a kernel object: kernel QPs only. */
-		if (qp->ibqp.uobject)
-			return XIW_WC_LOC_QP_OP_ERR;
-		if (sqe->opcode != XIW_WR_RDMA_READ_WITH_INV) {
-			if (sqe->num_sge || sqe->flags & XIW_SQE_INLINE)
-				return XIW_WC_LOC_QP_OP_ERR;
-			break;
-		}
-		fallthrough;
-	case XIW_WR_RDMA_READ:
-		/* Refused at post time; a provider may not have. */
-		if (sqe->num_sge > XIW_MAX_SGE_RD || sqe->flags & XIW_SQE_INLINE)
-			return XIW_WC_LOC_QP_OP_ERR;
-		access = IB_ACCESS_LOCAL_WRITE;
-		break;
-	case XIW_WR_ATOMIC_FETCH_ADD:
-	case XIW_WR_ATOMIC_CMP_SWAP:
-	case XIW_WR_MASKED_FETCH_ADD:
-	case XIW_WR_MASKED_CMP_SWAP:
-		/* The original value comes back into one 8-byte buffer. */
-		if (sqe->num_sge != 1 || sqe->sge[0].length != sizeof(u64) ||
-		    sqe->flags & XIW_SQE_INLINE)
-			return XIW_WC_LOC_LEN_ERR;
-		access = IB_ACCESS_LOCAL_WRITE;
-		break;
-	case XIW_WR_FLUSH:
-		/* draft-talpey §4.1.1: a 32-bit Data Sink Length, no SGE. */
-		if (sqe->num_sge || sqe->flags & XIW_SQE_INLINE ||
-		    sqe->operand[0] > U32_MAX)
-			return XIW_WC_LOC_LEN_ERR;
-		if (xiw_flush_flags(sqe->operand[1]) < 0)
-			return XIW_WC_LOC_QP_OP_ERR;
-		break;
-	case XIW_WR_ATOMIC_WRITE:
-		if (sqe->num_sge || sqe->flags & XIW_SQE_INLINE)
-			return XIW_WC_LOC_LEN_ERR;
-		break;
-	case XIW_WR_VERIFY:
-		/* The hash comes back into SGE 0; SGE 1 is the expected one. */
-		if (!sqe->num_sge || sqe->num_sge > 2 ||
-		    sqe->flags & XIW_SQE_INLINE || sqe->operand[0] > U32_MAX ||
-		    (sqe->num_sge == 2 &&
-		     sqe->sge[1].length > XIW_VERIFY_MAX_HASH))
-			return XIW_WC_LOC_LEN_ERR;
-		access = IB_ACCESS_LOCAL_WRITE;
-		break;
-	default:
+	if (!wi)
 		return XIW_WC_LOC_QP_OP_ERR;
-	}
+	/* A REG_MR's SQE names a kernel object: kernel QPs only. */
+	if (wi->flags & XIW_WRF_KERNEL && qp->ibqp.uobject)
+		return XIW_WC_LOC_QP_OP_ERR;
 	/*
 	 * A peer that did not negotiate the extensions would terminate the
 	 * stream; the provider refuses these at post time already.
 	 */
-	if (!xiw_wr_is_base(sqe->opcode) && !qp->conn.extensions)
+	if (wi->flags & XIW_WRF_EXT && !qp->conn.extensions)
 		return XIW_WC_LOC_QP_OP_ERR;
+	/* Refused at post time; a provider may not have. */
+	if (sqe->flags & XIW_SQE_INLINE ?
+		    !(wi->flags & XIW_WRF_INLINE) ||
+			    sqe->inline_length > XIW_MAX_INLINE :
+		    sqe->num_sge < wi->sge_min || sqe->num_sge > wi->sge_max)
+		return XIW_WC_LOC_LEN_ERR;
+	status = xiw_sqe_check_operands(sqe);
+	if (status != XIW_WC_SUCCESS)
+		return status;
 
 	if (sqe->flags & XIW_SQE_INLINE) {
-		if (sqe->inline_length > XIW_MAX_INLINE)
-			return XIW_WC_LOC_LEN_ERR;
 		wqe->bytes = sqe->inline_length;
 		return XIW_WC_SUCCESS;
 	}
-	if (sqe->num_sge > XIW_MAX_SGE)
-		return XIW_WC_LOC_LEN_ERR;
+	/* A request's SGEs take the answer in. */
+	access = wi->flags & XIW_WRF_REQUEST ? IB_ACCESS_LOCAL_WRITE : 0;
 	for (i = 0; i < sqe->num_sge; i++) {
 		struct xiw_sge *sge = &sqe->sge[i];
 
+		if (wi->sge_len && sge->length != wi->sge_len)
+			return XIW_WC_LOC_LEN_ERR;
 		total += sge->length;
 		/* Zero-length SGEs name no memory (IBTA o10-2.1). */
 		if (!sge->length)
@@ -648,16 +546,26 @@ static struct xiw_wqe *xiw_sq_fetch(struct xiw_qp *qp)
 	return wqe;
 }
 
-/* RDMAP opcode of a Send variant (RFC 5040 §4.2, draft-wood §4.1). */
-static u8 xiw_send_opcode(const struct xiw_sqe *sqe)
+/*
+ * The RDMAP opcode of an untagged message, with Solicited Event if its
+ * SQE asks for one (RFC 5040 §4.2, RFC 7306 §4.1, draft-wood §4.1).
+ */
+static u8 xiw_untagged_opcode(u8 opcode, const struct xiw_sqe *sqe)
 {
-	bool se = sqe->flags & XIW_SQE_SOLICITED;
-
-	if (sqe->opcode == XIW_WR_SEND_WITH_IMM)
-		return se ? XIW_OP2_SEND_SE_IMM : XIW_OP2_SEND_IMM;
-	if (sqe->opcode == XIW_WR_SEND_WITH_INV)
-		return se ? XIW_OP_SEND_SE_INV : XIW_OP_SEND_INV;
-	return se ? XIW_OP_SEND_SE : XIW_OP_SEND;
+	if (!(sqe->flags & XIW_SQE_SOLICITED))
+		return opcode;
+	switch (opcode) {
+	case XIW_OP_SEND:
+		return XIW_OP_SEND_SE;
+	case XIW_OP_SEND_INV:
+		return XIW_OP_SEND_SE_INV;
+	case XIW_OP_IMM:
+		return XIW_OP_IMM_SE;
+	case XIW_OP2_SEND_IMM:
+		return XIW_OP2_SEND_SE_IMM;
+	default:
+		return opcode;
+	}
 }
 
 /*
@@ -669,20 +577,21 @@ static u8 xiw_send_opcode(const struct xiw_sqe *sqe)
 static bool xiw_tx_frame_imm(struct xiw_qp *qp, struct xiw_wqe *wqe, u32 msn)
 {
 	const struct xiw_sqe *sqe = &wqe->sqe;
-	bool se = sqe->flags & XIW_SQE_SOLICITED;
+	const struct xiw_wr_info *wi = wqe->info;
 	u32 ulpdu = sizeof(struct xiw_hdr_imm) - XIW_MPA_HDR_LEN;
 	struct xiw_hdr_imm *h;
 
 	h = xiw_tx_frame_begin(qp, sizeof(*h), 0, 0);
 	if (!h)
 		return false;
-	if (sqe->opcode == XIW_WR_SEND_WITH_IMM) {
-		xiw_ctrl_set(&h->ddp.ctrl, ulpdu, 0, 1, XIW_RDMAP_RV2,
-			     xiw_send_opcode(sqe));
+	/* draft-wood's Send is the only RV 2 message a WR sends. */
+	if (wi->rv == XIW_RDMAP_RV2) {
+		xiw_ctrl_set(&h->ddp.ctrl, ulpdu, 0, 1, wi->rv,
+			     xiw_untagged_opcode(wi->wire, sqe));
 		xiw_untagged_set(&h->ddp, 0, XIW_QN_SEND, msn, wqe->bytes);
 	} else {
 		xiw_ctrl_set(&h->ddp.ctrl, ulpdu, 0, 1, XIW_RDMAP_RV1,
-			     se ? XIW_OP_IMM_SE : XIW_OP_IMM);
+			     xiw_untagged_opcode(XIW_OP_IMM, sqe));
 		xiw_untagged_set(&h->ddp, 0, XIW_QN_SEND, msn, 0);
 	}
 	/* 8 opaque octets; xiw sends the 64-bit value big-endian. */
@@ -700,9 +609,9 @@ static bool xiw_tx_frame_message(struct xiw_qp *qp)
 	struct xiw_qp_tx *tx = &qp->tx;
 	struct xiw_wqe *wqe = tx->cur;
 	const struct xiw_sqe *sqe = &wqe->sqe;
-	bool tagged = sqe->opcode == XIW_WR_RDMA_WRITE ||
-		      sqe->opcode == XIW_WR_RDMA_WRITE_WITH_IMM;
-	bool imm = xiw_wr_has_imm(sqe->opcode);
+	const struct xiw_wr_info *wi = wqe->info;
+	bool tagged = wi->flags & XIW_WRF_TAGGED;
+	bool imm = wi->flags & XIW_WRF_IMM;
 	u32 hdr_size = tagged ? sizeof(struct xiw_ddp_tagged_hdr) :
 				sizeof(struct xiw_ddp_untagged_hdr);
 	u32 max = xiw_tx_max_payload(qp, hdr_size);
@@ -721,17 +630,16 @@ static bool xiw_tx_frame_message(struct xiw_qp *qp)
 		if (!hdr)
 			return false;
 		if (tagged) {
-			xiw_ctrl_set(&hdr->ctrl, ulpdu, 1, end, XIW_RDMAP_RV1,
-				     XIW_OP_WRITE);
+			xiw_ctrl_set(&hdr->ctrl, ulpdu, 1, end, wi->rv,
+				     wi->wire);
 			xiw_tagged_set(&hdr->tagged, sqe->rkey,
 				       sqe->remote_addr + tx->cur_sent);
 		} else {
 			/* A Send with Immediate ends in the imm segment. */
-			xiw_ctrl_set(&hdr->ctrl, ulpdu, 0, end && !imm,
-				     imm ? XIW_RDMAP_RV2 : XIW_RDMAP_RV1,
-				     xiw_send_opcode(sqe));
+			xiw_ctrl_set(&hdr->ctrl, ulpdu, 0, end && !imm, wi->rv,
+				     xiw_untagged_opcode(wi->wire, sqe));
 			xiw_untagged_set(&hdr->untagged,
-					 sqe->opcode == XIW_WR_SEND_WITH_INV ?
+					 wi->flags & XIW_WRF_INVALIDATE ?
 					 sqe->invalidate_rkey : 0,
 					 XIW_QN_SEND, msn, tx->cur_sent);
 		}
@@ -857,24 +765,6 @@ static bool xiw_tx_frame_placement_request(struct xiw_qp *qp,
 	return true;
 }
 
-/* The RDMAP request a QN 1 work request sends. */
-static u8 xiw_request_opcode(u8 wr_opcode)
-{
-	switch (wr_opcode) {
-	case XIW_WR_RDMA_READ:
-	case XIW_WR_RDMA_READ_WITH_INV:
-		return XIW_OP_READ_REQ;
-	case XIW_WR_FLUSH:
-		return XIW_OP_FLUSH_REQ;
-	case XIW_WR_VERIFY:
-		return XIW_OP_VERIFY_REQ;
-	case XIW_WR_ATOMIC_WRITE:
-		return XIW_OP_ATOMIC_WRITE_REQ;
-	default:
-		return XIW_OP_ATOMIC_REQ;
-	}
-}
-
 /*
  * Issues the current request on QN 1 - RDMA Read, Atomic, Flush, Verify or
  * Atomic Write: an ORD slot (RFC 5040 §6.5; RFC 7306 §5.2 and draft-talpey
@@ -885,7 +775,7 @@ static bool xiw_tx_issue_request(struct xiw_qp *qp)
 {
 	struct xiw_wqe *wqe = qp->tx.cur;
 	const struct xiw_sqe *sqe = &wqe->sqe;
-	u8 opcode = xiw_request_opcode(sqe->opcode);
+	u8 opcode = wqe->info->wire;
 	struct xiw_qp_rx *rx = &qp->rx;
 	u32 sink_stag = wqe->bytes ? sqe->sge[0].lkey : 0;
 	u64 sink_to = wqe->bytes ? sqe->sge[0].addr : 0;
@@ -1326,8 +1216,8 @@ static bool xiw_tx_frame_next(struct xiw_qp *qp)
 		 * an earlier Write.
 		 */
 		tx->cur_payload_done = !tx->cur->bytes &&
-			(tx->cur->sqe.opcode == XIW_WR_SEND_WITH_IMM ||
-			 tx->cur->sqe.opcode == XIW_WR_IMMEDIATE_DATA);
+			tx->cur->info->flags & XIW_WRF_IMM &&
+			!(tx->cur->info->flags & XIW_WRF_TAGGED);
 	}
 	/*
 	 * A fenced work request waits for the Reads and other QN 1 requests
@@ -1336,12 +1226,12 @@ static bool xiw_tx_frame_next(struct xiw_qp *qp)
 	if (tx->cur->sqe.flags & XIW_SQE_FENCE && !tx->cur_sent &&
 	    xiw_tx_requests_outstanding(qp))
 		return xiw_tx_frame_responses_only(qp);
-	if (xiw_wr_is_local(tx->cur->sqe.opcode)) {
+	if (tx->cur->info->flags & XIW_WRF_LOCAL) {
 		xiw_tx_execute_local(qp, tx->cur);
 		tx->cur = NULL;
 		return true;
 	}
-	if (xiw_wr_is_request(tx->cur->sqe.opcode)) {
+	if (tx->cur->info->flags & XIW_WRF_REQUEST) {
 		if (!xiw_tx_issue_request(qp))
 			return xiw_tx_frame_responses_only(qp);
 		/* Completed by its response (xiw_qp_rx.c). */

@@ -31,7 +31,7 @@ int map_queues(qp &q, int cmd_fd, const xiw_uresp_create_qp &resp) noexcept
 
 // Starts an SQE: everything but the SGEs is cleared.
 void sqe_begin(xiw_sqe &sqe, std::uint64_t wr_id, unsigned int send_flags,
-	       wr_opcode op) noexcept
+	       xiw_wr_opcode op) noexcept
 {
 	std::memset(&sqe, 0, offsetof(xiw_sqe, sge));
 	sqe.wr_id = wr_id;
@@ -94,7 +94,7 @@ bool extensions_negotiated(const qp &q) noexcept
 
 // Begins the SQE of an xiwdv extension work request as OP.
 void sqe_begin_ext(xiw_sqe &sqe, std::uint64_t wr_id, unsigned int send_flags,
-		   wr_opcode op, const xiwdv_wr_ext &ext) noexcept
+		   xiw_wr_opcode op, const xiwdv_wr_ext &ext) noexcept
 {
 	sqe_begin(sqe, wr_id, send_flags, op);
 	sqe.rkey = ext.rkey;
@@ -128,33 +128,35 @@ int sqe_begin_verbs(xiw_sqe &sqe, const ibv_send_wr &wr) noexcept
 	if (!op)
 		return EOPNOTSUPP;
 	sqe_begin(sqe, wr.wr_id, wr.send_flags, *op);
-	switch (*op) {
-	case wr_opcode::rdma_write:
-	case wr_opcode::rdma_read:
+	// The fields of ibv_send_wr that each verbs opcode uses.  (An int:
+	// rdma-core 44's enum has no Flush.)
+	switch (static_cast<int>(wr.opcode)) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_READ:
 		sqe.remote_addr = wr.wr.rdma.remote_addr;
 		sqe.rkey = wr.wr.rdma.rkey;
 		break;
-	case wr_opcode::rdma_write_with_imm:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
 		sqe.remote_addr = wr.wr.rdma.remote_addr;
 		sqe.rkey = wr.wr.rdma.rkey;
 		sqe.operand[0] = imm64_of(wr.imm_data);
 		break;
-	case wr_opcode::send_with_imm:
+	case IBV_WR_SEND_WITH_IMM:
 		sqe.operand[0] = imm64_of(wr.imm_data);
 		break;
-	case wr_opcode::send_with_inv:
+	case IBV_WR_SEND_WITH_INV:
 		sqe.invalidate_rkey = wr.invalidate_rkey;
 		break;
-	case wr_opcode::atomic_fetch_add:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		sqe_set_atomic(sqe, wr.wr.atomic.rkey, wr.wr.atomic.remote_addr,
 			       fetch_add_operands(wr.wr.atomic.compare_add));
 		break;
-	case wr_opcode::atomic_cmp_swap:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
 		sqe_set_atomic(sqe, wr.wr.atomic.rkey, wr.wr.atomic.remote_addr,
 			       cmp_swap_operands(wr.wr.atomic.compare_add,
 						 wr.wr.atomic.swap));
 		break;
-	case wr_opcode::flush:
+	case ibv_wr_opcodes[XIW_WR_FLUSH]:
 		// Length in compare_add; type and level in the low bytes of
 		// swap, as rdma-core >= 45 lays them out.
 		sqe.rkey = wr.wr.atomic.rkey;
@@ -162,7 +164,7 @@ int sqe_begin_verbs(xiw_sqe &sqe, const ibv_send_wr &wr) noexcept
 		sqe.operand[0] = wr.wr.atomic.compare_add;
 		sqe.operand[1] = wr.wr.atomic.swap & 0xffff;
 		break;
-	case wr_opcode::atomic_write:
+	case IBV_WR_ATOMIC_WRITE:
 		sqe.rkey = wr.wr.atomic.rkey;
 		sqe.remote_addr = wr.wr.atomic.remote_addr;
 		sqe.operand[0] = wr.wr.atomic.compare_add;
@@ -173,29 +175,18 @@ int sqe_begin_verbs(xiw_sqe &sqe, const ibv_send_wr &wr) noexcept
 	return 0;
 }
 
-// Whether an SGE list fits the opcode: 0 or the errno of the post.
-int check_sges(wr_opcode op, std::size_t num_sge) noexcept
+// Whether an SGE list fits the opcode (its row in XIW_WR_OPCODES): 0 or
+// the errno of the post.  Not only when the work request fails later: at
+// post, like any driver.
+int check_sges(xiw_wr_opcode op, std::span<const ibv_sge> sges) noexcept
 {
-	switch (op) {
-	case wr_opcode::atomic_fetch_add:
-	case wr_opcode::atomic_cmp_swap:
-	case wr_opcode::masked_fetch_add:
-	case wr_opcode::masked_cmp_swap:
-		// The original value comes back into one 8-byte buffer.
-		return num_sge == 1 ? 0 : EINVAL;
-	case wr_opcode::immediate_data:
-	case wr_opcode::flush:
-	case wr_opcode::atomic_write:
-		return num_sge == 0 ? 0 : EINVAL;
-	case wr_opcode::verify:
-		// The hash comes back into SGE 0; SGE 1 is the expected one.
-		return num_sge == 1 || num_sge == 2 ? 0 : EINVAL;
-	case wr_opcode::rdma_read:
-		// Not only when the Read fails later: at post, like any driver.
-		return num_sge <= XIW_MAX_SGE_RD ? 0 : EINVAL;
-	default:
-		return num_sge <= XIW_MAX_SGE ? 0 : EINVAL;
-	}
+	const xiw_wr_info *wi = xiw_wr_lookup(op);
+	if (!wi || sges.size() < wi->sge_min || sges.size() > wi->sge_max)
+		return EINVAL;
+	for (const ibv_sge &sge : sges)
+		if (wi->sge_len && sge.length != wi->sge_len)
+			return EINVAL;
+	return 0;
 }
 
 // Fills an SQE from a verbs work request; returns 0 or the errno that
@@ -206,20 +197,15 @@ int fill_sqe(const qp &q, const ibv_send_wr &wr, xiw_sqe &sqe) noexcept
 		return EINVAL;
 	if (int err = sqe_begin_verbs(sqe, wr))
 		return err;
-	const auto op = static_cast<wr_opcode>(sqe.opcode);
-	if (needs_extensions(op) && !extensions_negotiated(q))
+	const auto op = static_cast<xiw_wr_opcode>(sqe.opcode);
+	if (wr_is(op, XIW_WRF_EXT) && !extensions_negotiated(q))
 		return EOPNOTSUPP;
 
 	const std::span<const ibv_sge> sges(wr.sg_list,
 					    static_cast<std::size_t>(wr.num_sge));
-	if (int err = check_sges(op, sges.size()))
+	if (int err = check_sges(op, sges))
 		return err;
-	if (op == wr_opcode::atomic_fetch_add || op == wr_opcode::atomic_cmp_swap ||
-	    op == wr_opcode::masked_fetch_add || op == wr_opcode::masked_cmp_swap) {
-		if (sges[0].length != sizeof(std::uint64_t))
-			return EINVAL;
-	}
-	if (wr.send_flags & IBV_SEND_INLINE && !is_request(op))
+	if (wr.send_flags & IBV_SEND_INLINE && wr_is(op, XIW_WRF_INLINE))
 		return sqe_set_inline(
 			sqe, sges,
 			[](const ibv_sge &sge) {
@@ -244,13 +230,13 @@ void sq_publish(qp &q, std::uint32_t producer) noexcept
 // ---- ibv_qp_ex: work requests built by calls -----------------------------
 
 // The next SQE of the batch, begun for op; nullptr once the batch failed.
-xiw_sqe *batch_next(ibv_qp_ex *qpx, wr_opcode op) noexcept
+xiw_sqe *batch_next(ibv_qp_ex *qpx, xiw_wr_opcode op) noexcept
 {
 	qp &q = *from_ibv(qpx);
 	q.batch_sqe = nullptr;
 	if (q.batch_err)
 		return nullptr;
-	if (needs_extensions(op) && !extensions_negotiated(q))
+	if (wr_is(op, XIW_WRF_EXT) && !extensions_negotiated(q))
 		q.batch_err = EOPNOTSUPP;
 	else if (q.batch_producer - q.sq.load_consumer() >= q.sq.capacity())
 		q.batch_err = ENOMEM;
@@ -297,18 +283,18 @@ void wr_abort(ibv_qp_ex *qpx) noexcept
 
 void wr_send(ibv_qp_ex *qpx) noexcept
 {
-	batch_next(qpx, wr_opcode::send);
+	batch_next(qpx, XIW_WR_SEND);
 }
 
 void wr_send_imm(ibv_qp_ex *qpx, __be32 imm_data) noexcept
 {
-	if (xiw_sqe *sqe = batch_next(qpx, wr_opcode::send_with_imm))
+	if (xiw_sqe *sqe = batch_next(qpx, XIW_WR_SEND_WITH_IMM))
 		sqe->operand[0] = imm64_of(imm_data);
 }
 
 void wr_send_inv(ibv_qp_ex *qpx, std::uint32_t invalidate_rkey) noexcept
 {
-	if (xiw_sqe *sqe = batch_next(qpx, wr_opcode::send_with_inv))
+	if (xiw_sqe *sqe = batch_next(qpx, XIW_WR_SEND_WITH_INV))
 		sqe->invalidate_rkey = invalidate_rkey;
 }
 
@@ -323,13 +309,13 @@ void set_remote(xiw_sqe *sqe, std::uint32_t rkey, std::uint64_t remote_addr) noe
 void wr_rdma_write(ibv_qp_ex *qpx, std::uint32_t rkey,
 		   std::uint64_t remote_addr) noexcept
 {
-	set_remote(batch_next(qpx, wr_opcode::rdma_write), rkey, remote_addr);
+	set_remote(batch_next(qpx, XIW_WR_RDMA_WRITE), rkey, remote_addr);
 }
 
 void wr_rdma_write_imm(ibv_qp_ex *qpx, std::uint32_t rkey,
 		       std::uint64_t remote_addr, __be32 imm_data) noexcept
 {
-	xiw_sqe *sqe = batch_next(qpx, wr_opcode::rdma_write_with_imm);
+	xiw_sqe *sqe = batch_next(qpx, XIW_WR_RDMA_WRITE_WITH_IMM);
 	set_remote(sqe, rkey, remote_addr);
 	if (sqe)
 		sqe->operand[0] = imm64_of(imm_data);
@@ -338,13 +324,13 @@ void wr_rdma_write_imm(ibv_qp_ex *qpx, std::uint32_t rkey,
 void wr_rdma_read(ibv_qp_ex *qpx, std::uint32_t rkey,
 		  std::uint64_t remote_addr) noexcept
 {
-	set_remote(batch_next(qpx, wr_opcode::rdma_read), rkey, remote_addr);
+	set_remote(batch_next(qpx, XIW_WR_RDMA_READ), rkey, remote_addr);
 }
 
 void wr_atomic_fetch_add(ibv_qp_ex *qpx, std::uint32_t rkey,
 			 std::uint64_t remote_addr, std::uint64_t add) noexcept
 {
-	if (xiw_sqe *sqe = batch_next(qpx, wr_opcode::atomic_fetch_add))
+	if (xiw_sqe *sqe = batch_next(qpx, XIW_WR_ATOMIC_FETCH_ADD))
 		sqe_set_atomic(*sqe, rkey, remote_addr, fetch_add_operands(add));
 }
 
@@ -352,7 +338,7 @@ void wr_atomic_cmp_swp(ibv_qp_ex *qpx, std::uint32_t rkey,
 		       std::uint64_t remote_addr, std::uint64_t compare,
 		       std::uint64_t swap) noexcept
 {
-	if (xiw_sqe *sqe = batch_next(qpx, wr_opcode::atomic_cmp_swap))
+	if (xiw_sqe *sqe = batch_next(qpx, XIW_WR_ATOMIC_CMP_SWAP))
 		sqe_set_atomic(*sqe, rkey, remote_addr,
 			       cmp_swap_operands(compare, swap));
 }
@@ -360,7 +346,7 @@ void wr_atomic_cmp_swp(ibv_qp_ex *qpx, std::uint32_t rkey,
 void wr_atomic_write(ibv_qp_ex *qpx, std::uint32_t rkey,
 		     std::uint64_t remote_addr, const void *atomic_wr) noexcept
 {
-	xiw_sqe *sqe = batch_next(qpx, wr_opcode::atomic_write);
+	xiw_sqe *sqe = batch_next(qpx, XIW_WR_ATOMIC_WRITE);
 	set_remote(sqe, rkey, remote_addr);
 	if (sqe) // the 8 bytes as they are: stored as they are at the target
 		std::memcpy(&sqe->operand[0], atomic_wr, sizeof(sqe->operand[0]));
@@ -372,7 +358,7 @@ void wr_atomic_write(ibv_qp_ex *qpx, std::uint32_t rkey,
 void wr_flush(ibv_qp_ex *qpx, std::uint32_t rkey, std::uint64_t remote_addr,
 	      std::size_t len, std::uint8_t type, std::uint8_t level) noexcept
 {
-	xiw_sqe *sqe = batch_next(qpx, wr_opcode::flush);
+	xiw_sqe *sqe = batch_next(qpx, XIW_WR_FLUSH);
 	set_remote(sqe, rkey, remote_addr);
 	if (sqe) {
 		sqe->operand[0] = len;
@@ -398,25 +384,24 @@ void wr_post_ext(ibv_qp_ex *qpx, void *hdr, std::uint16_t hdr_sz, std::uint16_t)
 		sqe_begin_ext(*sqe, qpx->wr_id, qpx->wr_flags, *op, *ext);
 }
 
-void wr_set_sge(ibv_qp_ex *qpx, std::uint32_t lkey, std::uint64_t addr,
-		std::uint32_t length) noexcept
-{
-	qp &q = *from_ibv(qpx);
-	const ibv_sge sge{addr, length, lkey};
-	if (q.batch_sqe)
-		batch_check(q, sqe_set_sges(*q.batch_sqe, {&sge, 1}));
-}
-
 void wr_set_sge_list(ibv_qp_ex *qpx, std::size_t num_sge,
 		     const ibv_sge *sg_list) noexcept
 {
 	qp &q = *from_ibv(qpx);
 	if (!q.batch_sqe)
 		return;
-	if (int err = check_sges(static_cast<wr_opcode>(q.batch_sqe->opcode), num_sge))
+	if (int err = check_sges(static_cast<xiw_wr_opcode>(q.batch_sqe->opcode),
+				 {sg_list, num_sge}))
 		batch_check(q, err);
 	else
 		batch_check(q, sqe_set_sges(*q.batch_sqe, {sg_list, num_sge}));
+}
+
+void wr_set_sge(ibv_qp_ex *qpx, std::uint32_t lkey, std::uint64_t addr,
+		std::uint32_t length) noexcept
+{
+	const ibv_sge sge{addr, length, lkey};
+	wr_set_sge_list(qpx, 1, &sge);
 }
 
 void wr_set_inline_data_list(ibv_qp_ex *qpx, std::size_t num_buf,

@@ -259,31 +259,30 @@ TEST(CqeToWc, ImmediateRoundTrip)
 
 TEST(WrOpcode, ExtensionsNeedNegotiation)
 {
-	using xiw::wr_opcode;
-	for (auto op : {wr_opcode::send, wr_opcode::send_with_inv, wr_opcode::rdma_write,
-			wr_opcode::rdma_read})
-		EXPECT_FALSE(xiw::needs_extensions(op));
-	for (auto op : {wr_opcode::send_with_imm, wr_opcode::rdma_write_with_imm,
-			wr_opcode::atomic_fetch_add, wr_opcode::atomic_cmp_swap,
-			wr_opcode::masked_fetch_add, wr_opcode::masked_cmp_swap,
-			wr_opcode::immediate_data, wr_opcode::flush, wr_opcode::atomic_write,
-			wr_opcode::verify})
-		EXPECT_TRUE(xiw::needs_extensions(op));
+	for (auto op : {XIW_WR_SEND, XIW_WR_SEND_WITH_INV, XIW_WR_RDMA_WRITE,
+			XIW_WR_RDMA_READ})
+		EXPECT_FALSE(xiw::wr_is(op, XIW_WRF_EXT));
+	for (auto op : {XIW_WR_SEND_WITH_IMM, XIW_WR_RDMA_WRITE_WITH_IMM,
+			XIW_WR_ATOMIC_FETCH_ADD, XIW_WR_ATOMIC_CMP_SWAP,
+			XIW_WR_MASKED_FETCH_ADD, XIW_WR_MASKED_CMP_SWAP,
+			XIW_WR_IMMEDIATE_DATA, XIW_WR_FLUSH, XIW_WR_ATOMIC_WRITE,
+			XIW_WR_VERIFY})
+		EXPECT_TRUE(xiw::wr_is(op, XIW_WRF_EXT));
 }
 
 // rdma-core >= 45's numbers for Flush, the xiwdv names for them on 44.
 TEST(WrOpcode, PlacementExtensions)
 {
-	EXPECT_EQ(xiw::to_wr_opcode(XIWDV_WR_FLUSH), xiw::wr_opcode::flush);
+	EXPECT_EQ(xiw::to_wr_opcode(XIWDV_WR_FLUSH), XIW_WR_FLUSH);
 	EXPECT_EQ(static_cast<int>(XIWDV_WR_FLUSH), 14);
-	EXPECT_EQ(xiw::to_wr_opcode(IBV_WR_ATOMIC_WRITE), xiw::wr_opcode::atomic_write);
-	EXPECT_EQ(xiw::to_wr_opcode(XIWDV_WR_VERIFY), xiw::wr_opcode::verify);
-	EXPECT_EQ(xiw::to_wr_opcode(XIWDV_WR_FLUSH_EXT), xiw::wr_opcode::flush);
+	EXPECT_EQ(xiw::to_wr_opcode(IBV_WR_ATOMIC_WRITE), XIW_WR_ATOMIC_WRITE);
+	EXPECT_EQ(xiw::to_wr_opcode(XIWDV_WR_VERIFY), XIW_WR_VERIFY);
+	EXPECT_EQ(xiw::to_wr_opcode(XIWDV_WR_FLUSH_EXT), XIW_WR_FLUSH);
 	EXPECT_FALSE(xiw::to_wr_opcode(static_cast<xiwdv_wr_ext_opcode>(99)).has_value());
-	for (auto op : {xiw::wr_opcode::flush, xiw::wr_opcode::verify,
-			xiw::wr_opcode::atomic_write, xiw::wr_opcode::rdma_read})
-		EXPECT_TRUE(xiw::is_request(op));
-	EXPECT_FALSE(xiw::is_request(xiw::wr_opcode::rdma_write_with_imm));
+	for (auto op : {XIW_WR_FLUSH, XIW_WR_VERIFY,
+			XIW_WR_ATOMIC_WRITE, XIW_WR_RDMA_READ})
+		EXPECT_TRUE(xiw::wr_is(op, XIW_WRF_REQUEST));
+	EXPECT_FALSE(xiw::wr_is(XIW_WR_RDMA_WRITE_WITH_IMM, XIW_WRF_REQUEST));
 
 	xiw_cqe cqe{};
 	ibv_wc wc;
@@ -334,7 +333,7 @@ TEST(WrOpcode, UnsupportedOpcodesAreRejected)
 	EXPECT_FALSE(xiw::to_wr_opcode(IBV_WR_LOCAL_INV).has_value());
 	EXPECT_FALSE(xiw::to_wr_opcode(IBV_WR_TSO).has_value());
 	EXPECT_FALSE(xiw::to_wr_opcode(static_cast<ibv_wr_opcode>(99)).has_value());
-	EXPECT_EQ(xiw::to_wr_opcode(IBV_WR_RDMA_READ), xiw::wr_opcode::rdma_read);
+	EXPECT_EQ(xiw::to_wr_opcode(IBV_WR_RDMA_READ), XIW_WR_RDMA_READ);
 }
 
 // ---- the built provider module ---------------------------------------------

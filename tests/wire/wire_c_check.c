@@ -10,6 +10,7 @@
 #include <xiw/atomic_ops.h>
 #include <xiw/crc32c.h>
 #include <xiw/wire.h>
+#include <xiw/wr_opcodes.h>
 
 static int failures;
 
@@ -64,6 +65,9 @@ int main(void)
 	CHECK(xiw_opcode_lookup(2, 0x16) != NULL);
 
 	CHECK(xiw_crc32c("123456789", 9) == 0xe3069283u);
+	CHECK(xiw_wr_lookup(XIW_WR_FLUSH) != NULL &&
+	      xiw_wr_lookup(XIW_WR_FLUSH)->wire == XIW_OP_FLUSH_REQ);
+	CHECK(xiw_wr_is(XIW_WR_RDMA_READ, XIW_WRF_REQUEST));
 	CHECK(xiw_masked_fetch_add(0xff01ff01ff01ff01ull,
 				   0x0101010101010101ull,
 				   0x8080808080808080ull) ==
