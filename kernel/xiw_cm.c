@@ -20,7 +20,7 @@
 #include <linux/workqueue.h>
 #include <net/addrconf.h>
 #include <net/sock.h>
-#include <xiw/wire.h>
+#include <xiw/mpa_negotiate.h>
 
 #include "xiw.h"
 
@@ -58,9 +58,6 @@ module_param(mpa_backlog, uint, 0644);
 MODULE_PARM_DESC(mpa_backlog, "Connections per listener still in the MPA exchange (default 128)");
 
 /* The RDMAP opcodes an RTR can have (RFC 6581 §5.2, RFC 5040 §4.3). */
-#define XIW_RTR_OP_WRITE 0x0
-#define XIW_RTR_OP_READ 0x1
-#define XIW_RTR_OP_SEND 0x3
 
 /* iw_cm carries at most this much private data (u8 length). */
 #define XIW_CM_MAX_ULP_PD 255
@@ -124,10 +121,7 @@ struct xiw_cep {
 	struct xiw_mpa_rr rx_hdr;	/* frame being received */
 	u8 rx_pd[XIW_MPA_MAX_PD];
 	unsigned int rx_len;		/* octets of it received */
-	u8 req_flags;			/* Request: as sent or received */
-	u8 req_rev;
-	bool req_v2;			/* Request carried the IRD/ORD word */
-	struct xiw_mpa_v2_ird_ord req_v2w;
+	struct xiw_mpa_terms req;	/* the Request, as sent or received */
 	u8 *tx_pd;			/* active: ULP private data to send */
 	u16 tx_pd_len;
 	u16 ird;			/* local */
@@ -479,6 +473,39 @@ static bool xiw_mpa_rx_has_v2w(const struct xiw_cep *cep)
 	       (cep->rx_hdr.flags & XIW_MPA_FLAG_ENHANCED);
 }
 
+/* The module's settings for one side of the MPA exchange. */
+static struct xiw_mpa_policy xiw_mpa_local_policy(bool initiator)
+{
+	return (struct xiw_mpa_policy){
+		.rev = mpa_rev,
+		.crc = mpa_crc,
+		.markers = !!(mpa_markers & (initiator ? XIW_MARKERS_AS_INITIATOR :
+							  XIW_MARKERS_AS_RESPONDER)),
+		.p2p = peer_to_peer,
+		.max_ird = XIW_MAX_IRD,
+		.max_ord = XIW_MAX_ORD,
+	};
+}
+
+/* The connection's parameters as the negotiation decided them. */
+static void xiw_cep_set_conn(struct xiw_cep *cep, const struct xiw_mpa_result *res,
+			     bool initiator)
+{
+	struct xiw_conn_params *cp = &cep->conn;
+
+	cp->initiator = initiator;
+	cp->crc = res->crc;
+	cp->markers_tx = res->markers_tx;
+	cp->markers_rx = res->markers_rx;
+	cp->extensions = res->extensions;
+	cp->p2p = res->p2p;
+	cp->rtr_opcode = res->rtr_opcode;
+	cp->ird = res->ird;
+	cp->ord = res->ord;
+	cep->ird = res->ird;
+	cep->ord = res->ord;
+}
+
 /* ==== Active side ==== */
 
 /* Report a failed connection attempt (no QP bound yet) and tear down. */
@@ -496,38 +523,15 @@ static void xiw_active_fail(struct xiw_cep *cep, int status, const void *pd,
 
 static void xiw_active_send_request(struct xiw_cep *cep)
 {
+	const struct xiw_mpa_policy pol = xiw_mpa_local_policy(true);
 	struct xiw_mpa_v2_ird_ord v2w;
-	bool v2 = mpa_rev != XIW_MPA_REV_V1;
-	u8 flags = XIW_MPA_FLAG_EXT;
-	u16 ird_flags = 0, ord_flags = 0;
 	int rc;
 
-	if (mpa_crc)
-		flags |= XIW_MPA_FLAG_C;
-	if (mpa_markers & XIW_MARKERS_AS_INITIATOR)
-		flags |= XIW_MPA_FLAG_M;
-	if (v2) {
-		flags |= XIW_MPA_FLAG_ENHANCED;
-		/*
-		 * RFC 6581 §5.2: the initiator proposes the RTR messages it
-		 * can send.  A zero-length Send would consume a Receive the
-		 * responder's ULP never posted for it, so offer Write and
-		 * Read only.
-		 */
-		if (peer_to_peer) {
-			ird_flags = XIW_MPA_V2_IRD_P2P;
-			ord_flags = XIW_MPA_V2_ORD_RTR_WRITE |
-				    XIW_MPA_V2_ORD_RTR_READ;
-		}
-		xiw_mpa_v2_set(&v2w, ird_flags, cep->ird, ord_flags, cep->ord);
-		cep->req_v2w = v2w;
-	}
-	cep->req_flags = flags;
-	cep->req_rev = v2 ? XIW_MPA_REV_V2 : XIW_MPA_REV_V1;
-	cep->req_v2 = v2;
-
-	rc = xiw_mpa_send(cep, XIW_MPA_KEY_REQ, flags, cep->req_rev,
-			  v2 ? &v2w : NULL, cep->tx_pd, cep->tx_pd_len);
+	xiw_mpa_request(&pol, cep->ird, cep->ord, &cep->req);
+	xiw_mpa_terms_word(&cep->req, &v2w);
+	rc = xiw_mpa_send(cep, XIW_MPA_KEY_REQ, cep->req.flags, cep->req.rev,
+			  cep->req.has_v2w ? &v2w : NULL, cep->tx_pd,
+			  cep->tx_pd_len);
 	if (rc) {
 		xiw_active_fail(cep, rc, NULL, 0);
 		return;
@@ -562,12 +566,12 @@ static void xiw_active_connect_done(struct xiw_cep *cep)
  */
 static void xiw_active_process_reply(struct xiw_cep *cep)
 {
-	const struct xiw_mpa_rr *rep = &cep->rx_hdr;
-	unsigned int pd_len = be16_to_cpu(rep->pd_len);
+	const struct xiw_mpa_rr *hdr = &cep->rx_hdr;
+	unsigned int pd_len = be16_to_cpu(hdr->pd_len);
 	const struct xiw_mpa_v2_ird_ord *v2w = NULL;
-	struct xiw_conn_params *cp = &cep->conn;
 	const u8 *pd = cep->rx_pd;
-	u16 ord_flags;
+	struct xiw_mpa_result res;
+	struct xiw_mpa_terms rep;
 	int rc;
 
 	xiw_cep_disarm_timer(cep);
@@ -575,7 +579,7 @@ static void xiw_active_process_reply(struct xiw_cep *cep)
 	if (xiw_mpa_rx_has_v2w(cep)) {
 		if (pd_len < sizeof(*v2w)) {
 			/* A reject may come without anything at all. */
-			if (rep->flags & XIW_MPA_FLAG_R)
+			if (hdr->flags & XIW_MPA_FLAG_R)
 				pd_len = 0;
 			else
 				goto bad;
@@ -588,64 +592,20 @@ static void xiw_active_process_reply(struct xiw_cep *cep)
 	if (pd_len > XIW_CM_MAX_ULP_PD)
 		goto bad;
 
-	/* RFC 5044 §7.1: R set - the responder refused the connection. */
-	if (rep->flags & XIW_MPA_FLAG_R) {
+	xiw_mpa_terms_read(&rep, hdr->rev, hdr->flags, v2w);
+	switch (xiw_mpa_conclude(&cep->req, &rep, XIW_MAX_IRD, &res)) {
+	case XIW_MPA_ACCEPTED:
+		break;
+	case XIW_MPA_REFUSED:
 		xiw_active_fail(cep, -ECONNREFUSED, pd, pd_len);
 		return;
-	}
-	/* The responder may not answer with a newer revision. */
-	if (rep->rev > cep->req_rev)
+	default:
 		goto bad;
-
-	memset(cp, 0, sizeof(*cp));
-	cp->initiator = true;
-	/*
-	 * RFC 5044 §7.1: CRC is used in both directions unless both the
-	 * Request and the Reply have C = 0.
-	 */
-	cp->crc = (cep->req_flags | rep->flags) & XIW_MPA_FLAG_C;
-	/* Markers: each side's M bit asks for them on what it receives. */
-	cp->markers_rx = cep->req_flags & XIW_MPA_FLAG_M;
-	cp->markers_tx = rep->flags & XIW_MPA_FLAG_M;
-	cp->extensions = (cep->req_flags & XIW_MPA_FLAG_EXT) &&
-			 (rep->flags & XIW_MPA_FLAG_EXT_ACK);
-
-	if (v2w && cep->req_v2) {
-		u16 peer_ird = xiw_mpa_v2_ird(v2w);
-		u16 peer_ord = xiw_mpa_v2_ord(v2w);
-
-		/*
-		 * RFC 6581 §5.1: our ORD may not exceed the responder's IRD;
-		 * our IRD must cover the responder's ORD - grow it if the
-		 * device can, else the connection cannot work.
-		 */
-		cep->ord = min(cep->ord, peer_ird);
-		if (peer_ord > cep->ird) {
-			if (peer_ord > XIW_MAX_IRD) {
-				rc = -EPROTO;
-				goto fail;
-			}
-			cep->ird = peer_ord;
-		}
-		/* RFC 6581 §5.2: the responder picked one RTR type. */
-		if ((xiw_mpa_v2_ird_flags(&cep->req_v2w) & XIW_MPA_V2_IRD_P2P) &&
-		    (xiw_mpa_v2_ird_flags(v2w) & XIW_MPA_V2_IRD_P2P)) {
-			ord_flags = xiw_mpa_v2_ord_flags(v2w) &
-				    xiw_mpa_v2_ord_flags(&cep->req_v2w);
-			cp->p2p = true;
-			if (ord_flags & XIW_MPA_V2_ORD_RTR_WRITE)
-				cp->rtr_opcode = XIW_RTR_OP_WRITE;
-			else if (ord_flags & XIW_MPA_V2_ORD_RTR_READ)
-				cp->rtr_opcode = XIW_RTR_OP_READ;
-			else
-				goto bad;	/* nothing we offered */
-		}
 	}
-	cp->ird = cep->ird;
-	cp->ord = cep->ord;
+	xiw_cep_set_conn(cep, &res, true);
 
-	xiw_cep_log_conn(cep, rep->rev, rep->flags);
-	rc = xiw_qp_llp_bind(cep->qp, cep, cep->sock, cp);
+	xiw_cep_log_conn(cep, hdr->rev, hdr->flags);
+	rc = xiw_qp_llp_bind(cep->qp, cep, cep->sock, &cep->conn);
 	if (rc)
 		goto fail;
 	cep->bound = true;
@@ -839,30 +799,28 @@ static void xiw_passive_process_request(struct xiw_cep *cep)
 {
 	const struct xiw_mpa_rr *req = &cep->rx_hdr;
 	unsigned int pd_len = be16_to_cpu(req->pd_len);
+	const struct xiw_mpa_v2_ird_ord *v2w = NULL;
 	const u8 *pd = cep->rx_pd;
 	struct xiw_cep *l = cep->listener;
 	int rc = -ECONNABORTED;
 
 	xiw_cep_disarm_timer(cep);
 
-	cep->req_flags = req->flags;
-	cep->req_rev = req->rev;
-	cep->req_v2 = false;
 	/* Without RFC 6581 §5 values, offer what the device has. */
 	cep->ird = XIW_MAX_IRD;
 	cep->ord = XIW_MAX_ORD;
 	if (xiw_mpa_rx_has_v2w(cep)) {
-		if (pd_len < sizeof(cep->req_v2w))
+		if (pd_len < sizeof(*v2w))
 			goto drop;
-		memcpy(&cep->req_v2w, pd, sizeof(cep->req_v2w));
-		cep->req_v2 = true;
-		pd += sizeof(cep->req_v2w);
-		pd_len -= sizeof(cep->req_v2w);
+		v2w = (const struct xiw_mpa_v2_ird_ord *)pd;
+		pd += sizeof(*v2w);
+		pd_len -= sizeof(*v2w);
+	}
+	xiw_mpa_terms_read(&cep->req, req->rev, req->flags, v2w);
+	if (v2w) {
 		/* Our IRD serves the peer's ORD and vice versa (§5.1). */
-		cep->ird = min_t(u16, xiw_mpa_v2_ord(&cep->req_v2w),
-				 XIW_MAX_IRD);
-		cep->ord = min_t(u16, xiw_mpa_v2_ird(&cep->req_v2w),
-				 XIW_MAX_ORD);
+		cep->ird = min_t(u16, cep->req.ord, XIW_MAX_IRD);
+		cep->ord = min_t(u16, cep->req.ird, XIW_MAX_ORD);
 	}
 	/* A Request with R set is malformed (R is for Replies). */
 	if (pd_len > XIW_CM_MAX_ULP_PD || (req->flags & XIW_MPA_FLAG_R))
@@ -1164,13 +1122,12 @@ int xiw_destroy_listen(struct iw_cm_id *id)
 
 int xiw_accept(struct iw_cm_id *id, struct iw_cm_conn_param *param)
 {
+	const struct xiw_mpa_policy pol = xiw_mpa_local_policy(false);
 	struct xiw_cep *cep = id->provider_data;
-	struct xiw_conn_params *cp;
 	struct xiw_mpa_v2_ird_ord v2w;
-	u16 ird_flags = 0, ord_flags = 0, offer;
-	bool send_ok;
+	struct xiw_mpa_result res;
+	struct xiw_mpa_terms rep;
 	struct xiw_qp *qp;
-	u8 flags = 0;
 	int rc;
 
 	if (!cep)
@@ -1194,80 +1151,22 @@ int xiw_accept(struct iw_cm_id *id, struct iw_cm_conn_param *param)
 	id->add_ref(id);
 	cep->cm_id = id;
 
-	cp = &cep->conn;
-	memset(cp, 0, sizeof(*cp));
-	/*
-	 * RFC 5044 §7.1: a C bit in the Request obliges us to CRC too; with
-	 * C = 0 in both frames there is none.
-	 */
-	if ((cep->req_flags & XIW_MPA_FLAG_C) || mpa_crc)
-		flags |= XIW_MPA_FLAG_C;
-	if (mpa_markers & XIW_MARKERS_AS_RESPONDER)
-		flags |= XIW_MPA_FLAG_M;
-	if (cep->req_flags & XIW_MPA_FLAG_EXT)
-		flags |= XIW_MPA_FLAG_EXT | XIW_MPA_FLAG_EXT_ACK;
-	cp->crc = flags & XIW_MPA_FLAG_C;
-	cp->markers_rx = flags & XIW_MPA_FLAG_M;
-	cp->markers_tx = cep->req_flags & XIW_MPA_FLAG_M;
-	cp->extensions = flags & XIW_MPA_FLAG_EXT;
-
-	/* Answer in the Request's revision, or 1 if we are set to 1. */
-	if (cep->req_v2 && mpa_rev != XIW_MPA_REV_V1) {
-		flags |= XIW_MPA_FLAG_ENHANCED;
-		/*
-		 * RFC 6581 §5.1: our IRD as the ULP set it; our ORD may not
-		 * exceed the initiator's IRD.
-		 */
-		cep->ird = min_t(u32, param->ird, XIW_MAX_IRD);
-		cep->ord = min_t(u32, param->ord, XIW_MAX_ORD);
-		cep->ord = min(cep->ord, xiw_mpa_v2_ird(&cep->req_v2w));
-		/* RFC 6581 §5.2: pick one of the offered RTR messages. */
-		if (peer_to_peer &&
-		    (xiw_mpa_v2_ird_flags(&cep->req_v2w) & XIW_MPA_V2_IRD_P2P)) {
-			offer = xiw_mpa_v2_ord_flags(&cep->req_v2w);
-			send_ok = xiw_mpa_v2_ird_flags(&cep->req_v2w) &
-				  XIW_MPA_V2_IRD_RTR_SEND;
-			ird_flags = XIW_MPA_V2_IRD_P2P;
-			cp->p2p = true;
-			/*
-			 * Write is cheapest; it is also the answer to a
-			 * request that offers nothing at all.
-			 */
-			if ((offer & XIW_MPA_V2_ORD_RTR_WRITE) ||
-			    (!(offer & XIW_MPA_V2_ORD_RTR_READ) && !send_ok)) {
-				ord_flags = XIW_MPA_V2_ORD_RTR_WRITE;
-				cp->rtr_opcode = XIW_RTR_OP_WRITE;
-			} else if (offer & XIW_MPA_V2_ORD_RTR_READ) {
-				ord_flags = XIW_MPA_V2_ORD_RTR_READ;
-				cp->rtr_opcode = XIW_RTR_OP_READ;
-			} else {
-				ird_flags |= XIW_MPA_V2_IRD_RTR_SEND;
-				cp->rtr_opcode = XIW_RTR_OP_SEND;
-			}
-		}
-		xiw_mpa_v2_set(&v2w, ird_flags, cep->ird, ord_flags, cep->ord);
-	} else {
-		cep->ird = min_t(u32, param->ird, XIW_MAX_IRD);
-		cep->ord = min_t(u32, param->ord, XIW_MAX_ORD);
-	}
-	cp->ird = cep->ird;
-	cp->ord = cep->ord;
-
-	rc = xiw_mpa_send(cep, XIW_MPA_KEY_REP, flags,
-			  (flags & XIW_MPA_FLAG_ENHANCED) ? XIW_MPA_REV_V2 :
-							    XIW_MPA_REV_V1,
-			  (flags & XIW_MPA_FLAG_ENHANCED) ? &v2w : NULL,
-			  param->private_data, param->private_data_len);
+	xiw_mpa_respond(&cep->req, &pol, min_t(u32, param->ird, XIW_MAX_IRD),
+			min_t(u32, param->ord, XIW_MAX_ORD), &rep, &res);
+	xiw_cep_set_conn(cep, &res, false);
+	xiw_mpa_terms_word(&rep, &v2w);
+	rc = xiw_mpa_send(cep, XIW_MPA_KEY_REP, rep.flags, rep.rev,
+			  rep.has_v2w ? &v2w : NULL, param->private_data,
+			  param->private_data_len);
 	if (rc)
 		goto err;
-	xiw_cep_log_conn(cep, (flags & XIW_MPA_FLAG_ENHANCED) ?
-			 XIW_MPA_REV_V2 : XIW_MPA_REV_V1, cep->req_flags);
-	rc = xiw_qp_llp_bind(cep->qp, cep, cep->sock, cp);
+	xiw_cep_log_conn(cep, rep.rev, cep->req.flags);
+	rc = xiw_qp_llp_bind(cep->qp, cep, cep->sock, &cep->conn);
 	if (rc)
 		goto err;
 	cep->bound = true;
 
-	if (cp->p2p) {
+	if (cep->conn.p2p) {
 		/* ESTABLISHED once the initiator's RTR is in (RFC 6581 §5.2). */
 		cep->state = XIW_CEP_AWAIT_RTR;
 		xiw_cep_arm_timer(cep);
@@ -1292,10 +1191,10 @@ out:
 
 int xiw_reject(struct iw_cm_id *id, const void *pdata, u8 pdata_len)
 {
+	const struct xiw_mpa_policy pol = xiw_mpa_local_policy(false);
 	struct xiw_cep *cep = id->provider_data;
 	struct xiw_mpa_v2_ird_ord v2w;
-	bool v2;
-	u8 flags;
+	struct xiw_mpa_terms rep;
 
 	if (!cep)
 		return -EINVAL;
@@ -1303,16 +1202,10 @@ int xiw_reject(struct iw_cm_id *id, const void *pdata, u8 pdata_len)
 	mutex_lock(&cep->mutex);
 	if (cep->state == XIW_CEP_REQ_DELIVERED && cep->iwcm_ref) {
 		/* RFC 5044 §7.1: a Reply with R = 1, then close. */
-		v2 = cep->req_v2 && mpa_rev != XIW_MPA_REV_V1;
-		flags = XIW_MPA_FLAG_R |
-			(cep->req_flags & (XIW_MPA_FLAG_C | XIW_MPA_FLAG_EXT));
-		if (v2) {
-			flags |= XIW_MPA_FLAG_ENHANCED;
-			xiw_mpa_v2_set(&v2w, 0, 0, 0, 0);
-		}
-		xiw_mpa_send(cep, XIW_MPA_KEY_REP, flags,
-			     v2 ? XIW_MPA_REV_V2 : XIW_MPA_REV_V1,
-			     v2 ? &v2w : NULL, pdata, pdata_len);
+		xiw_mpa_reject(&cep->req, &pol, &rep);
+		xiw_mpa_terms_word(&rep, &v2w);
+		xiw_mpa_send(cep, XIW_MPA_KEY_REP, rep.flags, rep.rev,
+			     rep.has_v2w ? &v2w : NULL, pdata, pdata_len);
 		xiw_cep_release_sock(cep, false);
 	}
 	if (cep->iwcm_ref) {

@@ -9,6 +9,7 @@
 
 #include <xiw/atomic_ops.h>
 #include <xiw/crc32c.h>
+#include <xiw/mpa_negotiate.h>
 #include <xiw/wire.h>
 #include <xiw/wr_opcodes.h>
 
