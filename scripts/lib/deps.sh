@@ -15,7 +15,7 @@
 # space, the benchmark tools, and the packaging tools (dkms also serves
 # guest.packaging, which installs xiw-dkms).
 XIW_DEPS_PACKAGES=(
-	cmake g++ make pkg-config sparse
+	cmake g++ make pkg-config sparse shellcheck
 	libibverbs-dev librdmacm-dev libgtest-dev googletest
 	ibverbs-providers ibverbs-utils rdma-core rdmacm-utils perftest qperf
 	linux-image-amd64 linux-headers-amd64

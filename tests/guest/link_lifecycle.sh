@@ -27,7 +27,7 @@ if rdma link add xiw9 type xiw netdev xiwtun 2>/dev/null; then
 fi
 ip link del xiwtun
 
-for i in $(seq 1 20); do
+for _ in $(seq 1 20); do
 	rdma link delete xiw0
 	rdma link add xiw0 type xiw netdev d0
 done
