@@ -53,7 +53,6 @@ struct xiw_device {
 	atomic_t num_qp;
 	atomic_t num_mr;
 	atomic_t num_srq;
-	atomic_t cq_id_seq;
 	u32 qpn_next;		/* cyclic allocation cursors */
 	u32 stag_index_next;
 };
@@ -99,7 +98,6 @@ struct xiw_cq {
 	struct ib_cq ibcq;
 	struct xiw_ring ring;
 	spinlock_t lock;	/* serialises producers */
-	u32 id;
 };
 
 struct xiw_srq {

@@ -41,11 +41,9 @@ int xiw_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	if (err)
 		goto err_count;
 	spin_lock_init(&cq->lock);
-	cq->id = atomic_inc_return(&xdev->cq_id_seq);
 	ibcq->cqe = num;
 
 	if (udata) {
-		resp.cq_id = cq->id;
 		resp.num_cqe = num;
 		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
 		if (err)

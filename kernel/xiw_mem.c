@@ -605,7 +605,6 @@ struct ib_mr *xiw_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 		goto err_release;
 
 	if (udata->outlen) {
-		resp.stag = mr->ibmr.rkey;
 		err = ib_copy_to_udata(udata, &resp,
 				       min(udata->outlen, sizeof(resp)));
 		if (err)

@@ -89,7 +89,6 @@ int xiw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	attr->cap.max_inline_data = XIW_MAX_INLINE;
 
 	if (udata) {
-		resp.qp_id = qpn;
 		resp.num_sqe = num_sqe;
 		resp.num_rqe = num_rqe;
 		err = ib_copy_to_udata(udata, &resp, sizeof(resp));

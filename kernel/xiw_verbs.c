@@ -144,10 +144,7 @@ void xiw_get_dev_fw_str(struct ib_device *ibdev, char *str)
 
 int xiw_alloc_ucontext(struct ib_ucontext *ibucontext, struct ib_udata *udata)
 {
-	struct xiw_uresp_alloc_ctx resp = {
-		.dev_id = XIW_VENDOR_PART_ID,
-		.max_inline = XIW_MAX_INLINE,
-	};
+	struct xiw_uresp_alloc_ctx resp = {};
 
 	if (udata->outlen < sizeof(resp))
 		return -EINVAL;

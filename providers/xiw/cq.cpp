@@ -28,7 +28,6 @@ ibv_cq *create_cq(ibv_context *ibctx, int num_cqe, ibv_comp_channel *channel,
 		errno = err;
 		return nullptr;
 	}
-	c->id = resp.udata.cq_id;
 	err = c->queue.map(ibctx->cmd_fd, resp.udata.cq_mmap_key,
 			   resp.udata.num_cqe);
 	if (err) {

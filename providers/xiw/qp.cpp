@@ -486,7 +486,6 @@ ibv_qp *create_qp_ex(ibv_context *ibctx, ibv_qp_init_attr_ex *attr) noexcept
 		errno = err;
 		return nullptr;
 	}
-	q->id = resp.udata.qp_id;
 	err = map_queues(*q, ibctx->cmd_fd, resp.udata);
 	if (err) {
 		rc::ibv_cmd_destroy_qp(&q->vqp.qp);

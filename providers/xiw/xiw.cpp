@@ -132,7 +132,6 @@ ibv_mr *reg_mr(ibv_pd *pd, void *addr, std::size_t length,
 		errno = err;
 		return nullptr;
 	}
-	m->stag = resp.udata.stag;
 	return &m->vmr.ibmr;
 }
 
@@ -196,8 +195,6 @@ verbs_context *alloc_context(ibv_device *ibdev, int cmd_fd, void *) noexcept
 		errno = err;
 		return nullptr;
 	}
-	ctx->dev_id = resp.udata.dev_id;
-	ctx->max_inline = resp.udata.max_inline;
 	rc::verbs_set_ops(&ctx->vctx, &context_ops);
 	return &ctx->vctx;
 }

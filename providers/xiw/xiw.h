@@ -42,27 +42,22 @@ struct device {
 // and released with free(): must stay trivial.
 struct context {
 	verbs_context vctx;
-	std::uint32_t dev_id;
-	std::uint32_t max_inline;
 };
 static_assert(std::is_trivially_destructible_v<context>);
 static_assert(std::is_standard_layout_v<context>);
 
 struct mr {
 	rc::verbs_mr vmr;
-	std::uint32_t stag;
 };
 
 struct cq {
 	rc::verbs_cq vcq;
-	std::uint32_t id;
 	spin_lock lock; // serialises pollers
 	ring<xiw_cqe> queue;
 };
 
 struct qp {
 	rc::verbs_qp vqp;
-	std::uint32_t id;
 	spin_lock sq_lock;
 	spin_lock rq_lock;
 	ring<xiw_sqe> sq; // not mapped if the QP has no send queue

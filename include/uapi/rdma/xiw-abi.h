@@ -190,21 +190,25 @@ struct xiw_ring_ctrl {
 /* Byte offset of entry 0 in every shared queue mapping. */
 #define XIW_RING_ENTRIES_OFFSET 256
 
+/*
+ * Words the kernel writes as zero: what the provider needs comes from the
+ * core's own responses and query_device; each keeps its place so that
+ * providers and modules of different versions agree on the layout.
+ */
 struct xiw_uresp_alloc_ctx {
-	__u32 dev_id;
-	__u32 max_inline;
+	__u32 reserved[2];
 };
 
 struct xiw_uresp_create_cq {
 	__aligned_u64 cq_mmap_key;
-	__u32 cq_id;
+	__u32 reserved;
 	__u32 num_cqe;
 };
 
 struct xiw_uresp_create_qp {
 	__aligned_u64 sq_mmap_key;
 	__aligned_u64 rq_mmap_key;
-	__u32 qp_id;
+	__u32 reserved0;
 	__u32 num_sqe;
 	__u32 num_rqe;
 	__u32 reserved;
@@ -267,8 +271,7 @@ enum xiw_device_caps {
 #define XIW_UVERBS_DEVICE_ATOMIC_WRITE (1ULL << 40)
 
 struct xiw_uresp_reg_mr {
-	__u32 stag;
-	__u32 reserved;
+	__u32 reserved[2];
 };
 
 #endif /* XIW_ABI_USER_H */
