@@ -18,8 +18,6 @@
 #include <xiw/wr_opcodes.h>
 
 /* A software device has no IEEE OUI: the vendor id spells "xiw" in ASCII. */
-#define XIW_VENDOR_ID 0x786977
-#define XIW_VENDOR_PART_ID 1
 #define XIW_NODE_DESC "xiw software iWARP RNIC"
 /* Reported as the firmware version: the module's own release. */
 #define XIW_VERSION_MAJOR 0

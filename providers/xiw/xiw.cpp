@@ -13,6 +13,14 @@
 
 #include "xiw.h"
 
+// xiwdv.h stands alone for applications: what it states again of the
+// kernel ABI must say the same.
+static_assert(XIWDV_VENDOR_ID == XIW_VENDOR_ID);
+static_assert(XIWDV_VENDOR_PART_ID == XIW_VENDOR_PART_ID);
+static_assert(XIWDV_DEVICE_FLUSH_GLOBAL == XIW_UVERBS_DEVICE_FLUSH_GLOBAL);
+static_assert(XIWDV_DEVICE_FLUSH_PERSISTENT == XIW_UVERBS_DEVICE_FLUSH_PERSISTENT);
+static_assert(XIWDV_DEVICE_ATOMIC_WRITE == XIW_UVERBS_DEVICE_ATOMIC_WRITE);
+
 namespace xiw {
 namespace {
 

@@ -19,6 +19,14 @@
 /* Name of the link type and of the ib_device driver (VERBS_NAME_MATCH). */
 #define XIW_DRIVER_NAME "xiw"
 
+/*
+ * ib_device_attr.vendor_id ("xiw" in ASCII) and vendor_part_id; xiwdv.h,
+ * which stands alone for applications, names them XIWDV_VENDOR_ID and
+ * _PART_ID (the provider checks that both say the same).
+ */
+#define XIW_VENDOR_ID 0x786977
+#define XIW_VENDOR_PART_ID 1
+
 #define XIW_MAX_SGE 12
 /* An RDMA Read Request names one sink STag (RFC 5040 §4.4). */
 #define XIW_MAX_SGE_RD 1
