@@ -14,29 +14,22 @@ namespace xiw {
 ibv_cq *create_cq(ibv_context *ibctx, int num_cqe, ibv_comp_channel *channel,
 		  int comp_vector) noexcept
 {
-	cq *c = create<cq>();
+	owned<cq> c = make<cq>();
 	if (!c)
 		return nullptr;
 
 	rc::create_cq_cmd cmd{};
 	rc::create_cq_resp<xiw_uresp_create_cq> resp{};
-	int err = rc::ibv_cmd_create_cq(ibctx, num_cqe, channel, comp_vector,
-					&c->vcq.cq, rc::as_cmd(cmd), sizeof(cmd),
-					rc::as_resp(resp), sizeof(resp));
-	if (err) {
-		destroy(c);
-		errno = err;
-		return nullptr;
-	}
-	err = c->queue.map(ibctx->cmd_fd, resp.udata.cq_mmap_key,
-			   resp.udata.num_cqe);
-	if (err) {
-		rc::ibv_cmd_destroy_cq(&c->vcq.cq);
-		destroy(c);
-		errno = err;
-		return nullptr;
-	}
-	return &c->vcq.cq;
+	if (int err = rc::ibv_cmd_create_cq(ibctx, num_cqe, channel, comp_vector,
+					    &c->vcq.cq, rc::as_cmd(cmd), sizeof(cmd),
+					    rc::as_resp(resp), sizeof(resp)))
+		return fail_with(err);
+	undo_unless_done kernel_cq([&c] { rc::ibv_cmd_destroy_cq(&c->vcq.cq); });
+	if (int err = c->queue.map(ibctx->cmd_fd, resp.udata.cq_mmap_key,
+				   resp.udata.num_cqe))
+		return fail_with(err);
+	kernel_cq.dismiss();
+	return &c.release()->vcq.cq;
 }
 
 int destroy_cq(ibv_cq *ibcq) noexcept

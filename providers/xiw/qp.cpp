@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <mutex>
 #include <span>
 
 #include <infiniband/xiwdv.h>
@@ -472,30 +473,24 @@ ibv_qp *create_qp_ex(ibv_context *ibctx, ibv_qp_init_attr_ex *attr) noexcept
 		errno = EOPNOTSUPP;
 		return nullptr;
 	}
-	qp *q = create<qp>();
+	owned<qp> q = make<qp>();
 	if (!q)
 		return nullptr;
 
 	rc::create_qp_cmd cmd{};
 	rc::create_qp_resp<xiw_uresp_create_qp> resp{};
-	int err = rc::ibv_cmd_create_qp_ex(ibctx, &q->vqp, attr, rc::as_cmd(cmd),
-					   sizeof(cmd), rc::as_resp(resp),
-					   sizeof(resp));
-	if (err) {
-		destroy(q);
-		errno = err;
-		return nullptr;
-	}
-	err = map_queues(*q, ibctx->cmd_fd, resp.udata);
-	if (err) {
-		rc::ibv_cmd_destroy_qp(&q->vqp.qp);
-		destroy(q); // unmaps whatever was mapped
-		errno = err;
-		return nullptr;
-	}
+	if (int err = rc::ibv_cmd_create_qp_ex(ibctx, &q->vqp, attr, rc::as_cmd(cmd),
+					       sizeof(cmd), rc::as_resp(resp),
+					       sizeof(resp)))
+		return fail_with(err);
+	undo_unless_done kernel_qp([&q] { rc::ibv_cmd_destroy_qp(&q->vqp.qp); });
+	// On failure, destroying the object unmaps whatever was mapped.
+	if (int err = map_queues(*q, ibctx->cmd_fd, resp.udata))
+		return fail_with(err);
+	kernel_qp.dismiss();
 	if (ex)
 		init_qp_ex(*q);
-	return &q->vqp.qp;
+	return &q.release()->vqp.qp;
 }
 
 ibv_qp *create_qp(ibv_pd *pd, ibv_qp_init_attr *attr) noexcept
@@ -554,22 +549,23 @@ int post_send(ibv_qp *ibqp, ibv_send_wr *wr, ibv_send_wr **bad_wr) noexcept
 		return EINVAL;
 	}
 
-	q.sq_lock.lock();
-	const std::uint32_t first = q.sq.own(q.sq.ctrl().producer);
-	std::uint32_t producer = first;
-	for (; wr; wr = wr->next) {
-		if (producer - q.sq.load_consumer() >= q.sq.capacity()) {
-			err = ENOMEM;
-			break;
+	{
+		const std::lock_guard guard(q.sq_lock);
+		const std::uint32_t first = q.sq.own(q.sq.ctrl().producer);
+		std::uint32_t producer = first;
+		for (; wr; wr = wr->next) {
+			if (producer - q.sq.load_consumer() >= q.sq.capacity()) {
+				err = ENOMEM;
+				break;
+			}
+			err = fill_sqe(q, *wr, q.sq.slot(producer));
+			if (err)
+				break;
+			producer++;
 		}
-		err = fill_sqe(q, *wr, q.sq.slot(producer));
-		if (err)
-			break;
-		producer++;
+		if (producer != first)
+			sq_publish(q, producer);
 	}
-	if (producer != first)
-		sq_publish(q, producer);
-	q.sq_lock.unlock();
 
 	if (err)
 		*bad_wr = wr;
@@ -614,17 +610,20 @@ int post_recv(ibv_qp *ibqp, ibv_recv_wr *wr, ibv_recv_wr **bad_wr) noexcept
 		return EINVAL;
 	}
 
-	q.rq_lock.lock();
-	ibv_recv_wr *const first = wr;
-	const int err = put_receives(q.rq, wr);
-	if (wr != first) {
-		// The kernel takes receives off the ring as messages arrive;
-		// only a QP in Error asks to be told, to flush them.
-		std::atomic_thread_fence(std::memory_order_seq_cst);
-		if (q.rq.load_notify())
-			rc::ibv_cmd_post_recv(ibqp, nullptr, nullptr);
+	int err;
+	{
+		const std::lock_guard guard(q.rq_lock);
+		ibv_recv_wr *const first = wr;
+		err = put_receives(q.rq, wr);
+		if (wr != first) {
+			// The kernel takes receives off the ring as messages
+			// arrive; only a QP in Error asks to be told, to flush
+			// them.
+			std::atomic_thread_fence(std::memory_order_seq_cst);
+			if (q.rq.load_notify())
+				rc::ibv_cmd_post_recv(ibqp, nullptr, nullptr);
+		}
 	}
-	q.rq_lock.unlock();
 
 	if (err)
 		*bad_wr = wr;

@@ -140,10 +140,9 @@ public:
 	void store_notify(std::uint32_t v) const noexcept { store(ctrl().notify, v); }
 
 	// Our own index: no other writer, so a relaxed read is enough.
-	std::uint32_t own(const __u32 &index) const noexcept
+	std::uint32_t own(__u32 &index) const noexcept
 	{
-		return std::atomic_ref<__u32>(const_cast<__u32 &>(index))
-			.load(std::memory_order_relaxed);
+		return std::atomic_ref<__u32>(index).load(std::memory_order_relaxed);
 	}
 	xiw_ring_ctrl &ctrl() const noexcept
 	{

@@ -4,6 +4,7 @@
 // each QP's next receive from it when a message arrives, and an SRQ never
 // goes to Error, so there is nothing to ring.
 #include <cerrno>
+#include <mutex>
 
 #include "xiw.h"
 
@@ -11,29 +12,22 @@ namespace xiw {
 
 ibv_srq *create_srq(ibv_pd *pd, ibv_srq_init_attr *attr) noexcept
 {
-	srq *s = create<srq>();
+	owned<srq> s = make<srq>();
 	if (!s)
 		return nullptr;
 
 	rc::create_srq_cmd cmd{};
 	rc::create_srq_resp<xiw_uresp_create_srq> resp{};
-	int err = rc::ibv_cmd_create_srq(pd, &s->ibsrq, attr, rc::as_cmd(cmd),
-					 sizeof(cmd), rc::as_resp(resp),
-					 sizeof(resp));
-	if (err) {
-		destroy(s);
-		errno = err;
-		return nullptr;
-	}
-	err = s->rq.map(pd->context->cmd_fd, resp.udata.srq_mmap_key,
-			resp.udata.num_rqe);
-	if (err) {
-		rc::ibv_cmd_destroy_srq(&s->ibsrq);
-		destroy(s);
-		errno = err;
-		return nullptr;
-	}
-	return &s->ibsrq;
+	if (int err = rc::ibv_cmd_create_srq(pd, &s->ibsrq, attr, rc::as_cmd(cmd),
+					     sizeof(cmd), rc::as_resp(resp),
+					     sizeof(resp)))
+		return fail_with(err);
+	undo_unless_done kernel_srq([&s] { rc::ibv_cmd_destroy_srq(&s->ibsrq); });
+	if (int err = s->rq.map(pd->context->cmd_fd, resp.udata.srq_mmap_key,
+				resp.udata.num_rqe))
+		return fail_with(err);
+	kernel_srq.dismiss();
+	return &s.release()->ibsrq;
 }
 
 int destroy_srq(ibv_srq *ibsrq) noexcept
@@ -61,9 +55,11 @@ int post_srq_recv(ibv_srq *ibsrq, ibv_recv_wr *wr, ibv_recv_wr **bad_wr) noexcep
 {
 	srq &s = *from_ibv(ibsrq);
 
-	s.lock.lock();
-	const int err = put_receives(s.rq, wr);
-	s.lock.unlock();
+	int err;
+	{
+		const std::lock_guard guard(s.lock);
+		err = put_receives(s.rq, wr);
+	}
 	if (err)
 		*bad_wr = wr;
 	return err;

@@ -77,18 +77,15 @@ int query_port(ibv_context *ibctx, std::uint8_t port,
 
 ibv_pd *alloc_pd(ibv_context *ibctx) noexcept
 {
-	ibv_pd *pd = create<ibv_pd>();
+	owned<ibv_pd> pd = make<ibv_pd>();
 	if (!pd)
 		return nullptr;
 	rc::alloc_pd_cmd cmd{};
 	rc::alloc_pd_resp resp{};
-	if (int err = rc::ibv_cmd_alloc_pd(ibctx, pd, rc::as_cmd(cmd), sizeof(cmd),
-					   rc::as_resp(resp), sizeof(resp))) {
-		destroy(pd);
-		errno = err;
-		return nullptr;
-	}
-	return pd;
+	if (int err = rc::ibv_cmd_alloc_pd(ibctx, pd.get(), rc::as_cmd(cmd), sizeof(cmd),
+					   rc::as_resp(resp), sizeof(resp)))
+		return fail_with(err);
+	return pd.release();
 }
 
 int dealloc_pd(ibv_pd *pd) noexcept
@@ -125,22 +122,17 @@ ibv_mr *reg_mr(ibv_pd *pd, void *addr, std::size_t length,
 	       std::uint64_t hca_va, int access) noexcept
 {
 	rc::reg_mr_cmd<xiw_ureq_reg_mr> cmd{};
-	if (int err = take_ext_access(access, cmd.udata)) {
-		errno = err;
-		return nullptr;
-	}
-	mr *m = create<mr>();
+	if (int err = take_ext_access(access, cmd.udata))
+		return fail_with(err);
+	owned<mr> m = make<mr>();
 	if (!m)
 		return nullptr;
 	rc::reg_mr_resp<xiw_uresp_reg_mr> resp{};
 	if (int err = rc::ibv_cmd_reg_mr(pd, addr, length, hca_va, access,
 					 &m->vmr, rc::as_cmd(cmd), sizeof(cmd),
-					 rc::as_resp(resp), sizeof(resp))) {
-		destroy(m);
-		errno = err;
-		return nullptr;
-	}
-	return &m->vmr.ibmr;
+					 rc::as_resp(resp), sizeof(resp)))
+		return fail_with(err);
+	return &m.release()->vmr.ibmr;
 }
 
 int dereg_mr(rc::verbs_mr *vmr) noexcept
@@ -200,8 +192,7 @@ verbs_context *alloc_context(ibv_device *ibdev, int cmd_fd, void *) noexcept
 					      sizeof(resp))) {
 		rc::verbs_uninit_context(&ctx->vctx);
 		std::free(ctx);
-		errno = err;
-		return nullptr;
+		return fail_with(err);
 	}
 	rc::verbs_set_ops(&ctx->vctx, &context_ops);
 	return &ctx->vctx;

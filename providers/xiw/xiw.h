@@ -7,9 +7,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cerrno>
 #include <cstdlib>
+#include <memory>
 #include <new>
 #include <type_traits>
+#include <utility>
 
 #include <infiniband/verbs.h>
 #include <rdma/xiw-abi.h>
@@ -32,6 +35,47 @@ template <class T> void destroy(T *obj) noexcept
 		obj->~T();
 		std::free(obj);
 	}
+}
+
+// A provider object under construction: destroyed (its rings unmapped)
+// unless release()d to libibverbs.
+template <class T> struct destroyer {
+	void operator()(T *obj) const noexcept { destroy(obj); }
+};
+template <class T> using owned = std::unique_ptr<T, destroyer<T>>;
+template <class T> owned<T> make() noexcept
+{
+	return owned<T>(create<T>());
+}
+
+// The kernel half of an object under construction: UNDO (the uverbs
+// destroy command) runs unless the construction completed (dismiss()).
+// errno, which the failing step set, is kept.
+template <class F> class undo_unless_done {
+public:
+	explicit undo_unless_done(F undo) noexcept : undo_(std::move(undo)) {}
+	~undo_unless_done()
+	{
+		if (armed_) {
+			const int saved = errno;
+			undo_();
+			errno = saved;
+		}
+	}
+	undo_unless_done(const undo_unless_done &) = delete;
+	undo_unless_done &operator=(const undo_unless_done &) = delete;
+	void dismiss() noexcept { armed_ = false; }
+
+private:
+	F undo_;
+	bool armed_ = true;
+};
+
+// errno = ERR and nullptr, for the creation paths.
+inline std::nullptr_t fail_with(int err) noexcept
+{
+	errno = err;
+	return nullptr;
 }
 
 struct device {
