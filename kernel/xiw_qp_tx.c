@@ -572,9 +572,9 @@ static u8 xiw_untagged_opcode(u8 opcode, const struct xiw_sqe *sqe)
  * Frames the 8 octets of Immediate Data that end @wqe: an Immediate Data
  * message of its own after an RDMA Write or alone (RFC 7306 §6.3), or the
  * last segment of a Send with Immediate Data, which carries nothing else
- * (draft-wood §5.3).  False if tx.buf has no room.
+ * (draft-wood §5.3).  0, or -ENOSPC if tx.buf has no room.
  */
-static bool xiw_tx_frame_imm(struct xiw_qp *qp, struct xiw_wqe *wqe, u32 msn)
+static int xiw_tx_frame_imm(struct xiw_qp *qp, struct xiw_wqe *wqe, u32 msn)
 {
 	const struct xiw_sqe *sqe = &wqe->sqe;
 	const struct xiw_wr_info *wi = wqe->info;
@@ -583,7 +583,7 @@ static bool xiw_tx_frame_imm(struct xiw_qp *qp, struct xiw_wqe *wqe, u32 msn)
 
 	h = xiw_tx_frame_begin(qp, sizeof(*h), 0, 0);
 	if (!h)
-		return false;
+		return -ENOSPC;
 	/* draft-wood's Send is the only RV 2 message a WR sends. */
 	if (wi->rv == XIW_RDMAP_RV2) {
 		xiw_ctrl_set(&h->ddp.ctrl, ulpdu, 0, 1, wi->rv,
@@ -597,14 +597,15 @@ static bool xiw_tx_frame_imm(struct xiw_qp *qp, struct xiw_wqe *wqe, u32 msn)
 	/* 8 opaque octets; xiw sends the 64-bit value big-endian. */
 	xiw_put_be64((struct xiw_be64 *)h->imm.data, sqe->operand[0]);
 	xiw_tx_frame_end(qp, ulpdu);
-	return true;
+	return 0;
 }
 
 /*
  * Frames as much of the current Send or Write (with its Immediate Data)
- * as tx.buf takes.  Returns true when the whole message is framed.
+ * as tx.buf takes.  Returns 0 when the whole message is framed, -ENOSPC
+ * when tx.buf is full before that (the rest goes on the next call).
  */
-static bool xiw_tx_frame_message(struct xiw_qp *qp)
+static int xiw_tx_frame_message(struct xiw_qp *qp)
 {
 	struct xiw_qp_tx *tx = &qp->tx;
 	struct xiw_wqe *wqe = tx->cur;
@@ -628,7 +629,7 @@ static bool xiw_tx_frame_message(struct xiw_qp *qp)
 							copy ? 0 : n);
 
 		if (!hdr)
-			return false;
+			return -ENOSPC;
 		if (tagged) {
 			xiw_ctrl_set(&hdr->ctrl, ulpdu, 1, end, wi->rv,
 				     wi->wire);
@@ -649,26 +650,24 @@ static bool xiw_tx_frame_message(struct xiw_qp *qp)
 		tx->cur_sent += n;
 		tx->cur_payload_done = end;
 	}
-	if (imm) {
-		if (!xiw_tx_frame_imm(qp, wqe, msn))
-			return false;
-	}
+	if (imm && xiw_tx_frame_imm(qp, wqe, msn))
+		return -ENOSPC;
 	if (!tagged || imm)
 		tx->msn[XIW_QN_SEND] = msn;
-	return true;
+	return 0;
 }
 
-/* Frames a Read Request (RFC 5040 §4.4); false if no room. */
-static bool xiw_tx_frame_read_request(struct xiw_qp *qp, u32 sink_stag,
-				      u64 sink_to, u32 len, u32 src_stag,
-				      u64 src_to)
+/* Frames a Read Request (RFC 5040 §4.4); 0, or -ENOSPC if no room. */
+static int xiw_tx_frame_read_request(struct xiw_qp *qp, u32 sink_stag,
+				     u64 sink_to, u32 len, u32 src_stag,
+				     u64 src_to)
 {
 	struct xiw_hdr_read_req *h;
 	u32 ulpdu = sizeof(*h) - XIW_MPA_HDR_LEN;
 
 	h = xiw_tx_frame_begin(qp, sizeof(*h), 0, 0);
 	if (!h)
-		return false;
+		return -ENOSPC;
 	xiw_ctrl_set(&h->ddp.ctrl, ulpdu, 0, 1, XIW_RDMAP_RV1, XIW_OP_READ_REQ);
 	xiw_untagged_set(&h->ddp, 0, XIW_QN_READ_REQ,
 			 ++qp->tx.msn[XIW_QN_READ_REQ], 0);
@@ -678,16 +677,16 @@ static bool xiw_tx_frame_read_request(struct xiw_qp *qp, u32 sink_stag,
 	h->rreq.src_stag = cpu_to_be32(src_stag);
 	xiw_put_be64(&h->rreq.src_to, src_to);
 	xiw_tx_frame_end(qp, ulpdu);
-	return true;
+	return 0;
 }
 
 /*
- * Frames the Atomic Request of @sqe (RFC 7306 §5.2.1) and returns its
- * Request Identifier, the request's MSN on QN 1, which is unique among the
- * outstanding ones; 0 if tx.buf has no room (MSNs start at 1).
+ * Frames the Atomic Request of @sqe (RFC 7306 §5.2.1) with the Request
+ * Identifier @req_id gets: the request's MSN on QN 1, unique among the
+ * outstanding ones.  0, or -ENOSPC if tx.buf has no room.
  */
-static u32 xiw_tx_frame_atomic_request(struct xiw_qp *qp,
-				       const struct xiw_sqe *sqe)
+static int xiw_tx_frame_atomic_request(struct xiw_qp *qp,
+				       const struct xiw_sqe *sqe, u32 *req_id)
 {
 	bool fetch_add = sqe->opcode == XIW_WR_ATOMIC_FETCH_ADD ||
 			 sqe->opcode == XIW_WR_MASKED_FETCH_ADD;
@@ -698,7 +697,7 @@ static u32 xiw_tx_frame_atomic_request(struct xiw_qp *qp,
 
 	h = xiw_tx_frame_begin(qp, sizeof(*h), 0, 0);
 	if (!h)
-		return 0;
+		return -ENOSPC;
 	msn = ++qp->tx.msn[XIW_QN_READ_REQ];
 	xiw_ctrl_set(&h->ddp.ctrl, ulpdu, 0, 1, XIW_RDMAP_RV1,
 		     XIW_OP_ATOMIC_REQ);
@@ -722,16 +721,17 @@ static u32 xiw_tx_frame_atomic_request(struct xiw_qp *qp,
 		xiw_put_be64(&a->compare_mask, sqe->operand[2]);
 	}
 	xiw_tx_frame_end(qp, ulpdu);
-	return msn;
+	*req_id = msn;
+	return 0;
 }
 
 /*
  * Frames the Flush, Verify or Atomic Write Request of @wqe (draft-talpey
- * §4.1.1, §4.2.1, §4.3.1); false if tx.buf has no room.  All three start
- * with Data Sink STag, Length and Tagged Offset.
+ * §4.1.1, §4.2.1, §4.3.1); 0, or -ENOSPC if tx.buf has no room.  All
+ * three start with Data Sink STag, Length and Tagged Offset.
  */
-static bool xiw_tx_frame_placement_request(struct xiw_qp *qp,
-					   struct xiw_wqe *wqe, u8 opcode)
+static int xiw_tx_frame_placement_request(struct xiw_qp *qp,
+					  struct xiw_wqe *wqe, u8 opcode)
 {
 	const struct xiw_sqe *sqe = &wqe->sqe;
 	u32 hash_len = sqe->opcode == XIW_WR_VERIFY && sqe->num_sge == 2 ?
@@ -743,7 +743,7 @@ static bool xiw_tx_frame_placement_request(struct xiw_qp *qp,
 	struct xiw_rdmap_flush_req *f;
 
 	if (!h)
-		return false;
+		return -ENOSPC;
 	xiw_ctrl_set(&h->ctrl, ulpdu, 0, 1, XIW_RDMAP_RV1, opcode);
 	xiw_untagged_set(&h->untagged, 0, XIW_QN_READ_REQ,
 			 ++qp->tx.msn[XIW_QN_READ_REQ], 0);
@@ -762,7 +762,7 @@ static bool xiw_tx_frame_placement_request(struct xiw_qp *qp,
 				  (u8 *)h + hdr_size, hash_len))
 		memset((u8 *)h + hdr_size, 0, hash_len);
 	xiw_tx_frame_end(qp, ulpdu);
-	return true;
+	return 0;
 }
 
 /*
@@ -781,27 +781,26 @@ static bool xiw_tx_issue_request(struct xiw_qp *qp)
 	u64 sink_to = wqe->bytes ? sqe->sge[0].addr : 0;
 	u32 req_id = 0;
 	bool ok = false;
+	int err;
 
 	spin_lock_bh(&qp->lock);
 	if (rx->orq_tail - rx->orq_head >= max_t(u8, qp->ord, 1))
 		goto out;
 	switch (opcode) {
 	case XIW_OP_ATOMIC_REQ:
-		req_id = xiw_tx_frame_atomic_request(qp, sqe);
-		if (!req_id)
-			goto out;
+		err = xiw_tx_frame_atomic_request(qp, sqe, &req_id);
 		break;
 	case XIW_OP_READ_REQ:
-		if (!xiw_tx_frame_read_request(qp, sink_stag, sink_to,
-					       wqe->bytes, sqe->rkey,
-					       sqe->remote_addr))
-			goto out;
+		err = xiw_tx_frame_read_request(qp, sink_stag, sink_to,
+						wqe->bytes, sqe->rkey,
+						sqe->remote_addr);
 		break;
 	default:
-		if (!xiw_tx_frame_placement_request(qp, wqe, opcode))
-			goto out;
+		err = xiw_tx_frame_placement_request(qp, wqe, opcode);
 		break;
 	}
+	if (err)
+		goto out;
 	rx->orq[rx->orq_tail++ % XIW_MAX_ORD] = (struct xiw_orq_entry){
 		.wqe = wqe,
 		.opcode = opcode,
@@ -817,43 +816,42 @@ out:
 }
 
 /* Frames the RTR of RFC 6581 §5.2, sent once by the initiator. */
-static bool xiw_tx_frame_rtr(struct xiw_qp *qp)
+static int xiw_tx_frame_rtr(struct xiw_qp *qp)
 {
 	struct xiw_qp_rx *rx = &qp->rx;
-	bool ok = false;
+	int err;
 	u8 *h;
 
 	switch (qp->conn.rtr_opcode) {
 	case XIW_OP_READ_REQ:
 		spin_lock_bh(&qp->lock);
-		if (xiw_tx_frame_read_request(qp, 0, 0, 0, 0, 0)) {
+		err = xiw_tx_frame_read_request(qp, 0, 0, 0, 0, 0);
+		if (!err)
 			rx->orq[rx->orq_tail++ % XIW_MAX_ORD] =
 				(struct xiw_orq_entry){ .opcode = XIW_OP_READ_REQ };
-			ok = true;
-		}
 		spin_unlock_bh(&qp->lock);
-		return ok;
+		return err;
 	case XIW_OP_WRITE:
 		h = xiw_tx_frame_begin(qp, sizeof(struct xiw_ddp_tagged_hdr),
 				       0, 0);
 		if (!h)
-			return false;
+			return -ENOSPC;
 		xiw_ctrl_set((struct xiw_ctrl *)h, XIW_DDP_TAGGED_HLEN, 1, 1,
 			     XIW_RDMAP_RV1, XIW_OP_WRITE);
 		xiw_tagged_set((struct xiw_ddp_tagged_hdr *)h, 0, 0);
 		xiw_tx_frame_end(qp, XIW_DDP_TAGGED_HLEN);
-		return true;
+		return 0;
 	default:
 		h = xiw_tx_frame_begin(qp, sizeof(struct xiw_ddp_untagged_hdr),
 				       0, 0);
 		if (!h)
-			return false;
+			return -ENOSPC;
 		xiw_ctrl_set((struct xiw_ctrl *)h, XIW_DDP_UNTAGGED_HLEN, 0, 1,
 			     XIW_RDMAP_RV1, XIW_OP_SEND);
 		xiw_untagged_set((struct xiw_ddp_untagged_hdr *)h, 0,
 				 XIW_QN_SEND, ++qp->tx.msn[XIW_QN_SEND], 0);
 		xiw_tx_frame_end(qp, XIW_DDP_UNTAGGED_HLEN);
-		return true;
+		return 0;
 	}
 }
 
@@ -1016,8 +1014,8 @@ static bool xiw_tx_frame_responses(struct xiw_qp *qp)
 	}
 }
 
-/* Frames the pending Terminate (RFC 5040 §4.8); false if no room. */
-static bool xiw_tx_frame_terminate(struct xiw_qp *qp)
+/* Frames the pending Terminate (RFC 5040 §4.8); 0, or -ENOSPC if no room. */
+static int xiw_tx_frame_terminate(struct xiw_qp *qp)
 {
 	struct xiw_term_info *t = &qp->tx.term;
 	struct xiw_hdr_terminate *h;
@@ -1026,7 +1024,7 @@ static bool xiw_tx_frame_terminate(struct xiw_qp *qp)
 
 	h = xiw_tx_frame_begin(qp, sizeof(*h), 0, 0);
 	if (!h)
-		return false;
+		return -ENOSPC;
 	memset(h, 0, sizeof(*h));
 	if (t->ddp_hdr_len) {
 		flags = XIW_TERM_FLAG_M | XIW_TERM_FLAG_D;
@@ -1044,7 +1042,7 @@ static bool xiw_tx_frame_terminate(struct xiw_qp *qp)
 	h->term.ctrl = xiw_term_ctrl(t->layer, t->etype, t->ecode, flags);
 	xiw_tx_frame_end(qp, ulpdu);
 	t->pending = false;
-	return true;
+	return 0;
 }
 
 /*
@@ -1194,9 +1192,9 @@ static bool xiw_tx_frame_next(struct xiw_qp *qp)
 	if (READ_ONCE(qp->state) == IB_QPS_ERR)
 		return false;
 	if (tx->term.pending)
-		return xiw_tx_frame_terminate(qp);
+		return xiw_tx_frame_terminate(qp) == 0;
 	if (tx->rtr_pending) {
-		if (!xiw_tx_frame_rtr(qp))
+		if (xiw_tx_frame_rtr(qp))
 			return false;
 		tx->rtr_pending = false;
 		return true;
@@ -1238,7 +1236,7 @@ static bool xiw_tx_frame_next(struct xiw_qp *qp)
 		tx->cur = NULL;
 		return true;
 	}
-	if (!xiw_tx_frame_message(qp))
+	if (xiw_tx_frame_message(qp))
 		return false;
 	tx->cur_done_on_flush = true;
 	return true;
@@ -1262,7 +1260,7 @@ static void xiw_tx_error(struct xiw_qp *qp)
 	/* Only on an FPDU boundary: a torn FPDU cannot be followed. */
 	if (tx->term.pending && qp->sock && !tx->out_sent) {
 		xiw_tx_discard(tx);
-		terminated = xiw_tx_frame_terminate(qp) && !xiw_tx_push(qp);
+		terminated = xiw_tx_frame_terminate(qp) == 0 && !xiw_tx_push(qp);
 	}
 	spin_lock_bh(&qp->lock);
 	if (tx->close_pending) {
@@ -1429,7 +1427,7 @@ void xiw_qp_tx_send_rtr(struct xiw_qp *qp)
 
 	mutex_lock(&tx->lock);
 	if (tx->rtr_pending && qp->sock && !tx->buf_len &&
-	    xiw_tx_frame_rtr(qp)) {
+	    xiw_tx_frame_rtr(qp) == 0) {
 		tx->rtr_pending = false;
 		xiw_tx_push(qp);
 	}
