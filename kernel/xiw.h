@@ -35,7 +35,11 @@
 #define XIW_MAX_ORD 128
 #define XIW_MAX_IRD 128
 #define XIW_MAX_FRMR_PAGES 4096
-/* The STag is a 24-bit index and an 8-bit key (RFC 5040 §2.1). */
+/*
+ * The STag is a 24-bit index and an 8-bit key (RFC 5040 §2.1).  QP numbers
+ * come from the same 24 bits, so that a QP number also fits where a
+ * verbs consumer keeps an index (and rdma_cm's qp_num, which is 24 bits).
+ */
 #define XIW_STAG_INDEX_MAX 0xffffff
 
 struct xiw_device {
@@ -142,12 +146,13 @@ struct xiw_wqe {
 };
 
 /*
- * An outbound RDMA Read or Atomic Request waiting for its response
- * (requester, ORD): both go on QN 1 and share ORD (RFC 7306 §5.2).
+ * An outbound request on QN 1 - RDMA Read, Atomic, Flush, Verify or Atomic
+ * Write - waiting for its response (requester, ORD): all of them go on QN 1
+ * and share ORD (RFC 7306 §5.2, draft-talpey §4).
  */
 struct xiw_orq_entry {
 	struct xiw_wqe *wqe;		/* NULL for the RTR of RFC 6581 */
-	u8 opcode;			/* XIW_OP_READ_REQ, XIW_OP_ATOMIC_REQ */
+	u8 opcode;			/* its RDMAP request opcode */
 	u32 req_id;			/* Atomic Request Identifier */
 	u64 sink_to;
 	u32 sink_stag;
@@ -174,7 +179,7 @@ struct xiw_irq_entry {
 	u32 req_id;			/* Atomic Request Identifier */
 	union {
 		struct xiw_rdmap_atomic_req atomic;	/* as received */
-		u32 flush_flags;			/* XIW_FLUSH_P/G/R */
+		u32 flush_flags;			/* XIW_FLUSH_DISP_P/G/R */
 		u64 value;				/* Atomic Write */
 		struct {
 			u8 len;				/* 0: none given */
@@ -194,6 +199,18 @@ struct xiw_term_info {
 	u8 ddp_hdr[XIW_DDP_UNTAGGED_HLEN];
 };
 
+/*
+ * The transmit side.  tx.lock (held by the sender: the work item, or a
+ * caller that frames in its own context) owns every field but these:
+ *   retire, irq_head	moved under qp->lock (completions; RX reads them)
+ *   irq_tail		written by RX under qp->lock, published with release
+ *   close_pending, flush_status	set by xiw_qp_fatal() under qp->lock
+ *   rtr_pending		set under qp->lock when the QP enters RTS,
+ *			cleared by the sender
+ *   term		filled under qp->lock (xiw_qp_send_terminate()) before
+ *			the QP is in Error, read by the sender after
+ *   wants_space		WRITE_ONCE/READ_ONCE: TCP's write_space callback
+ */
 struct xiw_qp_tx {
 	struct mutex lock;		/* one sender at a time */
 	struct work_struct work;
@@ -240,6 +257,12 @@ struct xiw_qp_tx {
 	struct xiw_term_info term;
 };
 
+/*
+ * The receive side.  The parser state (the FPDU being parsed, its header,
+ * counters, CRC, the held RQE and MR) has one writer: the parser, which the
+ * socket serialises (xiw_qp_rx.c).  The RQ indices, the ORQ and the IRQ
+ * tail are shared with flushes and the transmit path: qp->lock.
+ */
 struct xiw_qp_rx {
 	union xiw_hdr hdr;
 	u32 hdr_got;
@@ -274,7 +297,7 @@ struct xiw_qp_rx {
 	u32 last_write_len;
 	/* Tagged: the registration of the last STag placed into. */
 	struct xiw_mr *tagged_mr;
-	struct xiw_orq_entry *orq;	/* outbound reads, qp->ord entries */
+	struct xiw_orq_entry *orq;	/* outbound QN 1 requests, ORD */
 	u32 orq_head, orq_tail;
 	bool rtr_expected;		/* passive side of RFC 6581 P2P */
 	bool failed;			/* stop parsing: stream is broken */
@@ -475,8 +498,8 @@ void xiw_qp_tx_send_rtr(struct xiw_qp *qp);
 void xiw_qp_write_space(struct sock *sk);
 void xiw_qp_send_terminate(struct xiw_qp *qp, u8 layer, u8 etype, u8 ecode,
 			   const void *ddp_hdr, u8 ddp_hdr_len, u16 seg_len);
-void xiw_qp_sq_complete_read(struct xiw_qp *qp, struct xiw_wqe *wqe,
-			     u8 status);
+void xiw_qp_sq_complete_request(struct xiw_qp *qp, struct xiw_wqe *wqe,
+				u8 status);
 
 /* xiw_srq.c */
 int xiw_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,

@@ -355,7 +355,7 @@ static int xiw_piece_wb_pmem(void *kaddr, size_t n, void *arg)
 
 /*
  * RDMA Flush (draft-talpey §4.1) of [addr, addr + len) of @mr, or of the
- * whole region with XIW_FLUSH_R, to global visibility and/or persistence;
+ * whole region with XIW_FLUSH_DISP_R, to global visibility and/or persistence;
  * process context.
  */
 int xiw_mr_flush(struct xiw_mr *mr, u64 addr, u64 len, u32 flags)
@@ -368,9 +368,9 @@ int xiw_mr_flush(struct xiw_mr *mr, u64 addr, u64 len, u32 flags)
 	 * whatever follows, every agent of the platform sees them.
 	 */
 	smp_mb();
-	if (!(flags & XIW_FLUSH_P))
+	if (!(flags & XIW_FLUSH_DISP_P))
 		return 0;
-	if (flags & XIW_FLUSH_R) {
+	if (flags & XIW_FLUSH_DISP_R) {
 		addr = mr->iova;
 		len = mr->length;
 	}

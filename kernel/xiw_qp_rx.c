@@ -6,8 +6,19 @@
  * places its payload directly into the target memory.  Any error sends
  * the matching Terminate and stops the stream.
  *
- * The parser runs with qp->lock held, under the socket lock, so it never
- * runs twice at once and the RQ/ORQ state it shares with flushes is safe.
+ * What serialises the parser is the socket: it runs from data_ready (the
+ * socket's spinlock held, in softirq) or with the socket owned
+ * (lock_sock()), never both at once, so struct xiw_qp_rx's parser state
+ * (hdr, the counters of the current FPDU, the held RQE and MR) has one
+ * writer.  qp->lock is held as well, for what the parser shares with
+ * others: the RQ and ORQ indices and entries (flushes, the transmit path
+ * issuing requests), qp->state.  Four steps drop qp->lock to call out -
+ * xiw_rx_fail() and xiw_rx_terminate() (Terminate, xiw_qp_fatal()),
+ * xiw_rx_response() and a Read Response's last segment (completing the
+ * request) - having first taken out of the ORQ what they need.  Meanwhile
+ * the QP may go to Error and flush the RQ and ORQ, and the transmit path
+ * may issue a request into a freed ORQ slot; the parser's own state
+ * cannot change, and the actor re-checks xiw_rx_parsing() after each.
  */
 #include <linux/crc32c.h>
 #include <linux/skbuff.h>
@@ -522,11 +533,11 @@ static void xiw_rx_flush_request(struct xiw_qp *qp)
 		.opcode = XIW_OP_FLUSH_REQ,
 		.to = xiw_get_be64(&r->sink_to),
 		.len = be32_to_cpu(r->sink_len),
-		.flush_flags = be32_to_cpu(r->flags) & XIW_FLUSH_FLAGS_MASK,
+		.flush_flags = be32_to_cpu(r->flags) & XIW_FLUSH_DISP_MASK,
 	};
-	u32 rights = (e.flush_flags & XIW_FLUSH_P ?
+	u32 rights = (e.flush_flags & XIW_FLUSH_DISP_P ?
 		      XIW_ACCESS_FLUSH_PERSISTENT : 0) |
-		     (e.flush_flags & XIW_FLUSH_G ? XIW_ACCESS_FLUSH_GLOBAL : 0);
+		     (e.flush_flags & XIW_FLUSH_DISP_G ? XIW_ACCESS_FLUSH_GLOBAL : 0);
 
 	if (!xiw_rx_irq_room(qp))
 		return;
@@ -541,7 +552,7 @@ static void xiw_rx_flush_request(struct xiw_qp *qp)
 	}
 	e.stag = be32_to_cpu(r->sink_stag);
 	e.mr = xiw_rx_target(qp, e.stag, e.to, e.len,
-			     e.flush_flags & XIW_FLUSH_R, 0, rights);
+			     e.flush_flags & XIW_FLUSH_DISP_R, 0, rights);
 	if (e.mr)
 		xiw_rx_queue_request(qp, &e);
 }
@@ -904,7 +915,7 @@ static void xiw_rx_response(struct xiw_qp *qp)
 		break;
 	}
 	spin_unlock_bh(&qp->lock);
-	xiw_qp_sq_complete_read(qp, wqe, status);
+	xiw_qp_sq_complete_request(qp, wqe, status);
 	spin_lock_bh(&qp->lock);
 }
 
@@ -1005,7 +1016,7 @@ static void xiw_rx_end_fpdu(struct xiw_qp *qp)
 		rx->orq_head++;
 		if (wqe) {
 			spin_unlock_bh(&qp->lock);
-			xiw_qp_sq_complete_read(qp, wqe, status);
+			xiw_qp_sq_complete_request(qp, wqe, status);
 			spin_lock_bh(&qp->lock);
 		}
 		break;

@@ -370,9 +370,9 @@ static void xiw_wqe_finish(struct xiw_qp *qp, struct xiw_wqe *wqe, u8 status)
 	spin_unlock_bh(&qp->lock);
 }
 
-/* An outbound Read finished (RX) or was flushed. */
-void xiw_qp_sq_complete_read(struct xiw_qp *qp, struct xiw_wqe *wqe,
-			     u8 status)
+/* An outbound QN 1 request was answered (RX) or flushed. */
+void xiw_qp_sq_complete_request(struct xiw_qp *qp, struct xiw_wqe *wqe,
+				u8 status)
 {
 	/*
 	 * The sink's STag ends with the Read (IB_WR_RDMA_READ_WITH_INV).  It
@@ -398,10 +398,10 @@ static int xiw_flush_flags(u64 type_level)
 
 	switch (type_level & 0xff) {
 	case XIW_FLUSH_GLOBAL:
-		flags = XIW_FLUSH_G;
+		flags = XIW_FLUSH_DISP_G;
 		break;
 	case XIW_FLUSH_PERSISTENT:
-		flags = XIW_FLUSH_P;
+		flags = XIW_FLUSH_DISP_P;
 		break;
 	default:
 		return -1;
@@ -410,7 +410,7 @@ static int xiw_flush_flags(u64 type_level)
 	case XIW_FLUSH_RANGE:
 		return flags;
 	case XIW_FLUSH_MR:
-		return flags | XIW_FLUSH_R;
+		return flags | XIW_FLUSH_DISP_R;
 	default:
 		return -1;
 	}

@@ -786,12 +786,16 @@ struct xiw_rdmap_flush_req {
 	__be32 flags;
 };
 
+/*
+ * The Flush Disposition Flags (§4.1.1).  Not the verbs' XIW_FLUSH_GLOBAL /
+ * _PERSISTENT placement types of xiw-abi.h, whose values are the other way
+ * round (rdma-core's).
+ */
 enum {
-	XIW_FLUSH_P = 0x1,      /* flush to Persistence */
-	XIW_FLUSH_G = 0x2,      /* flush to Global visibility (text: "V") */
-	XIW_FLUSH_V = XIW_FLUSH_G,
-	XIW_FLUSH_R = 0x4,      /* entire Region: length and TO ignored */
-	XIW_FLUSH_FLAGS_MASK = 0x7,
+	XIW_FLUSH_DISP_P = 0x1,      /* flush to Persistence */
+	XIW_FLUSH_DISP_G = 0x2,      /* flush to Global visibility (text: "V") */
+	XIW_FLUSH_DISP_R = 0x4,      /* entire Region: length and TO ignored */
+	XIW_FLUSH_DISP_MASK = 0x7,
 };
 
 /*

@@ -1784,15 +1784,15 @@ bool generator::valid_plan(plan &p)
 	case 4: {
 		std::vector<std::pair<unsigned, u32>> c;
 		if (s_.has(R_RW, RT_FG))
-			c.emplace_back(R_RW, XIW_FLUSH_G);
+			c.emplace_back(R_RW, XIW_FLUSH_DISP_G);
 		if (s_.has(R_RW, RT_FG))
-			c.emplace_back(R_RW, XIW_FLUSH_G | XIW_FLUSH_R);
+			c.emplace_back(R_RW, XIW_FLUSH_DISP_G | XIW_FLUSH_DISP_R);
 		if (s_.has(R_FLUSH, RT_FG))
-			c.emplace_back(R_FLUSH, XIW_FLUSH_G);
+			c.emplace_back(R_FLUSH, XIW_FLUSH_DISP_G);
 		if (s_.has(R_FLUSH, RT_FP))
-			c.emplace_back(R_FLUSH, XIW_FLUSH_P);
+			c.emplace_back(R_FLUSH, XIW_FLUSH_DISP_P);
 		if (s_.has(R_FLUSH, RT_FP | RT_FG))
-			c.emplace_back(R_FLUSH, XIW_FLUSH_P | XIW_FLUSH_G | (r_.chance(1, 3) ? XIW_FLUSH_R : 0));
+			c.emplace_back(R_FLUSH, XIW_FLUSH_DISP_P | XIW_FLUSH_DISP_G | (r_.chance(1, 3) ? XIW_FLUSH_DISP_R : 0));
 		const auto &x = r_.pick(c);
 		p = make_flush(x.first, x.second);
 		break;
@@ -2226,7 +2226,7 @@ void generator::mutated_step()
 			break;
 		case 4:
 		case 5:
-			p = make_flush(k, x.op == 4 ? XIW_FLUSH_G : XIW_FLUSH_P);
+			p = make_flush(k, x.op == 4 ? XIW_FLUSH_DISP_G : XIW_FLUSH_DISP_P);
 			break;
 		case 6:
 			p = make_verify(k, 0);
@@ -2262,7 +2262,7 @@ void generator::mutated_step()
 			if (kind == 1 && pick_region(RT_RA, true) < R_COUNT)
 				q = make_atomic(pick_region(RT_RA, true));
 			else if (kind == 2 && s_.has(R_RW, RT_FG))
-				q = make_flush(R_RW, XIW_FLUSH_G);
+				q = make_flush(R_RW, XIW_FLUSH_DISP_G);
 			else if (kind == 3 && s_.has(R_RW, RT_VC))
 				q = make_verify(R_RW, 0);
 			else if (kind == 4 && pick_region(RT_RW, true) < R_COUNT)

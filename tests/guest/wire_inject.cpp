@@ -953,7 +953,7 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 		h.flush.sink_stag = xiw_cpu_to_be32(t.rkey);
 		h.flush.sink_len = xiw_cpu_to_be32(static_cast<u32>(t.len));
 		xiw_put_be64(&h.flush.sink_to, t.addr);
-		h.flush.flags = xiw_cpu_to_be32(XIW_FLUSH_G);
+		h.flush.flags = xiw_cpu_to_be32(XIW_FLUSH_DISP_G);
 		sent = bytes_of(h);
 		want = {false, XIW_TERM_LAYER_RDMAP, XIW_RDMAP_ETYPE_REMOTE_PROTECTION,
 			XIW_RDMAP_ECODE_ACCESS_RIGHTS};

@@ -391,10 +391,9 @@ TEST(Talpey, FlushRequestBytes)
 	EXPECT_EQ(offsetof(xiw_rdmap_flush_req, sink_len), 4u);
 	EXPECT_EQ(offsetof(xiw_rdmap_flush_req, sink_to), 8u);
 	EXPECT_EQ(offsetof(xiw_rdmap_flush_req, flags), 16u);
-	EXPECT_EQ(XIW_FLUSH_P, 0x1);
-	EXPECT_EQ(XIW_FLUSH_G, 0x2);
-	EXPECT_EQ(XIW_FLUSH_V, 0x2);
-	EXPECT_EQ(XIW_FLUSH_R, 0x4);
+	EXPECT_EQ(XIW_FLUSH_DISP_P, 0x1);
+	EXPECT_EQ(XIW_FLUSH_DISP_G, 0x2);
+	EXPECT_EQ(XIW_FLUSH_DISP_R, 0x4);
 
 	xiw_hdr_flush_req h;
 	xiw_ctrl_set(&h.ddp.ctrl, 18 + 20, 0, 1, XIW_RDMAP_RV1,
@@ -403,7 +402,7 @@ TEST(Talpey, FlushRequestBytes)
 	h.flush.sink_stag = xiw_cpu_to_be32(0x10203040u);
 	h.flush.sink_len = xiw_cpu_to_be32(0x00001000u);
 	xiw_put_be64(&h.flush.sink_to, 0x5060708090a0b0c0ull);
-	h.flush.flags = xiw_cpu_to_be32(XIW_FLUSH_P | XIW_FLUSH_G);
+	h.flush.flags = xiw_cpu_to_be32(XIW_FLUSH_DISP_P | XIW_FLUSH_DISP_G);
 	Bytes exp = untagged_prefix(38, 0x41, 0x4c, 0, 1, 5, 0);
 	be(exp, 0x10203040u, 4);
 	be(exp, 0x1000u, 4);
