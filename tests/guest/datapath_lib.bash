@@ -139,14 +139,20 @@ server_finish() {
 }
 
 # client_cases LOG TIMEOUT CASES CMD...: runs "CMD $XIW_ADDR_B $port CASE"
-# on host a for each of the space-separated CASES, then CASE "quit" (which
-# ends the server of server_start), and waits for that server
-# (server_finish LOG).  Appends what failed to $failed.
+# on host a for each of the space-separated CASES (printing "PASS CASE" or
+# "FAIL CASE"), then CASE "quit" (which ends the server of server_start),
+# and waits for that server (server_finish LOG).  Appends what failed to
+# $failed.
 client_cases() {
 	local log=$1 timeout=$2 cases=$3 c
 	shift 3
 	for c in $cases; do
-		on a timeout "$timeout" "$@" "$XIW_ADDR_B" "$port" "$c" || failed="$failed $c"
+		if on a timeout "$timeout" "$@" "$XIW_ADDR_B" "$port" "$c"; then
+			echo "PASS $c"
+		else
+			echo "FAIL $c"
+			failed="$failed $c"
+		fi
 	done
 	if [ -z "${failed:-}" ]; then
 		on a timeout 60 "$@" "$XIW_ADDR_B" "$port" quit || failed="$failed quit"
@@ -158,9 +164,45 @@ client_cases() {
 # matching the extended regex FORMAT with %s replaced by the case.
 # Appends the cases without one to $failed.
 expect_lines() {
-	local log=$1 format=$2 c
+	local log=$1 format=$2 c line
 	for c in $3; do
 		# shellcheck disable=SC2059 # FORMAT is the caller's pattern
-		grep -Eq "$(printf "$format" "$c")" "$log" || failed="${failed:-} $c(log)"
+		line=$(printf "$format" "$c")
+		grep -Eq "$line" "$log" && continue
+		echo "FAIL $c: the server's log has no line $line"
+		failed="${failed:-} $c(log)"
 	done
+}
+
+# verbs_error_cases PROGRAM TOOL CASES [SERVER_ARGS...]: remote errors
+# through verbs between xiw0 (host a) and xiw1 (host b): PROGRAM's server on
+# host b with SERVER_ARGS, its client for each of CASES; after each, TOOL's
+# server must report the target memory unchanged.  Exits on a failure.
+verbs_error_cases() {
+	local prog=$1 tool=$2 cases=$3 log
+	shift 3
+	log=$XIW_OUT/$tool-errors-server.log
+	echo "== remote errors through verbs (xiw0 on host a -> xiw1 on host b)"
+	server_start "$log" "$prog" server "$@"
+	failed=
+	client_cases "$log" 120 "$cases" "$prog" client
+	# One "bytes changed" report per case, every one of them zero.
+	expect_lines "$log" "^$tool server: %s: connection closed, 0 bytes changed\$" "$cases"
+	[ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
+	echo "target memory unchanged by every failed operation"
+}
+
+# injected_cases TOOL CASES: crafted FPDUs from a fake peer on a plain TCP
+# socket (xiw_wire_inject, host a) to xiw1 (host b), one connection per
+# case; each must end with nothing placed and nothing received.  Exits on
+# a failure.
+injected_cases() {
+	local log=$XIW_OUT/$1-wire-inject-server.log
+	local inject=${XIW_BUILD_DIR:?}/tests/guest/xiw_wire_inject
+	echo "== crafted FPDUs from a fake peer (host a) to xiw1 (host b)"
+	server_start "$log" "$inject" listen
+	failed=
+	client_cases "$log" 60 "$2" "$inject"
+	expect_lines "$log" '^wire_inject server: %s: 0 bytes changed, 0 receives completed: ok$' "$2"
+	[ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
 }

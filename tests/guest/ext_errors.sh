@@ -15,26 +15,8 @@ set -euo pipefail
 # shellcheck source=datapath_lib.bash
 source "$(dirname "$0")/datapath_lib.bash"
 
-ext=${XIW_BUILD_DIR:?}/tests/guest/xiw_ext_test
-inject=${XIW_BUILD_DIR:?}/tests/guest/xiw_wire_inject
 port=7800
-
-echo "== remote errors through verbs (xiw0 on host a -> xiw1 on host b)"
-log=$XIW_OUT/ext-errors-server.log
-server_start "$log" "$ext" server
-cases="no_receive_imm no_receive_send_imm atomic_unaligned atomic_no_right"
-failed=
-client_cases "$log" 120 "$cases" "$ext" client
-# One "bytes changed" report per case, every one of them zero.
-expect_lines "$log" '^ext server: %s: connection closed, 0 bytes changed$' "$cases"
-[ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
-echo "target memory unchanged by every failed operation"
-
-echo "== crafted FPDUs from a fake peer (host a) to xiw1 (host b)"
-log=$XIW_OUT/wire-inject-server.log
-server_start "$log" "$inject" listen
-cases="bad_aopcode unaligned_atomic short_immediate good_fetch_add"
-client_cases "$log" 60 "$cases" "$inject"
-expect_lines "$log" '^wire_inject server: %s: 0 bytes changed, 0 receives completed: ok$' "$cases"
-[ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
+verbs_error_cases "${XIW_BUILD_DIR:?}/tests/guest/xiw_ext_test" ext \
+	"no_receive_imm no_receive_send_imm atomic_unaligned atomic_no_right"
+injected_cases ext "bad_aopcode unaligned_atomic short_immediate good_fetch_add"
 echo "ext errors: ok"
