@@ -27,6 +27,30 @@
 
 #include "xiw.h"
 
+/*
+ * The wire table (XIW_RDMAP_OPCODES) by RDMAP version and 5-bit opcode,
+ * filled at module load: a look-up per FPDU instead of a walk.
+ */
+static const struct xiw_opcode_info *xiw_ops[2][32] __ro_after_init;
+
+void __init xiw_wire_ops_init(void)
+{
+	unsigned int op;
+
+	for (op = 0; op < ARRAY_SIZE(xiw_ops[0]); op++) {
+		xiw_ops[0][op] = xiw_opcode_lookup(XIW_RDMAP_RV1, op);
+		xiw_ops[1][op] = xiw_opcode_lookup(XIW_RDMAP_RV2, op);
+	}
+}
+
+/* The row of (@rv, @opcode), NULL if the wire table has none. */
+const struct xiw_opcode_info *xiw_wire_op(unsigned int rv, unsigned int opcode)
+{
+	if (rv != XIW_RDMAP_RV1 && rv != XIW_RDMAP_RV2)
+		return NULL;
+	return xiw_ops[rv - 1][opcode % ARRAY_SIZE(xiw_ops[0])];
+}
+
 /* Room for the variable tail of a header-only message. */
 #define XIW_TAIL_MAX sizeof(((struct xiw_qp_rx *)NULL)->tail)
 
@@ -727,7 +751,7 @@ static bool xiw_rx_begin_response(struct xiw_qp *qp)
 	const struct xiw_opcode_info *req;
 
 	req = rx->orq_head == rx->orq_tail ? NULL :
-	      xiw_opcode_lookup(XIW_RDMAP_RV1, e->opcode);
+	      xiw_wire_op(XIW_RDMAP_RV1, e->opcode);
 	if (!req || req->resp_opcode != rx->op->opcode ||
 	    (e->opcode == XIW_OP_ATOMIC_REQ &&
 	     be32_to_cpu(rx->hdr.atomic_resp.atomic.req_id) != e->req_id)) {
@@ -817,7 +841,7 @@ static bool xiw_rx_parse_ctrl(struct xiw_qp *qp)
 			    XIW_RDMAP_ECODE_INVALID_VERSION);
 		return false;
 	}
-	rx->op = xiw_opcode_lookup(rv, xiw_rdmap_opcode(c->rdmap_ctrl));
+	rx->op = xiw_wire_op(rv, xiw_rdmap_opcode(c->rdmap_ctrl));
 	if (!rx->op || !!(rx->op->flags & XIW_OPF_TAGGED) != tagged ||
 	    (rx->op->spec != XIW_SPEC_RFC5040 && !qp->conn.extensions)) {
 		rx->op = NULL;

@@ -736,7 +736,7 @@ static int xiw_tx_frame_placement_request(struct xiw_qp *qp,
 	const struct xiw_sqe *sqe = &wqe->sqe;
 	u32 hash_len = sqe->opcode == XIW_WR_VERIFY && sqe->num_sge == 2 ?
 		       sqe->sge[1].length : 0;
-	u32 rdmap_len = xiw_opcode_lookup(XIW_RDMAP_RV1, opcode)->hdr_len;
+	u32 rdmap_len = xiw_wire_op(XIW_RDMAP_RV1, opcode)->hdr_len;
 	u32 hdr_size = sizeof(struct xiw_ddp_untagged_hdr) + rdmap_len;
 	u32 ulpdu = hdr_size - XIW_MPA_HDR_LEN + hash_len;
 	union xiw_hdr *h = xiw_tx_frame_begin(qp, hdr_size, hash_len, 0);
@@ -904,9 +904,9 @@ static int xiw_tx_frame_read_response(struct xiw_qp *qp,
  */
 static int xiw_tx_execute(struct xiw_qp *qp, struct xiw_irq_entry *e)
 {
-	u8 resp = xiw_opcode_lookup(XIW_RDMAP_RV1, e->opcode)->resp_opcode;
+	u8 resp = xiw_wire_op(XIW_RDMAP_RV1, e->opcode)->resp_opcode;
 	u32 hdr_size = sizeof(struct xiw_ddp_untagged_hdr) +
-		       xiw_opcode_lookup(XIW_RDMAP_RV1, resp)->hdr_len;
+		       xiw_wire_op(XIW_RDMAP_RV1, resp)->hdr_len;
 	u32 payload = e->opcode == XIW_OP_VERIFY_REQ ?
 		      crypto_shash_digestsize(e->mr->verify_tfm) : 0;
 	u32 ulpdu = hdr_size - XIW_MPA_HDR_LEN + payload;
