@@ -40,7 +40,5 @@ rping -c -a "$A6" -C 50 -V -S 64 || { cat rping-server.out; exit 1; }
 wait "$spid" || { cat rping-server.out; exit 1; }
 echo "rping: 50 validated pings"
 
-left=$(rdma resource show | grep "$XIW_DEV_A:")
-echo "$left"
-grep -Eq ' (qp|cm_id) [1-9]' <<<"$left" && { echo "resources left on xiw0"; exit 1; }
+cm_no_resources_left b "$XIW_DEV_A"
 echo "cm ipv6: ok"

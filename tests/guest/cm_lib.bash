@@ -91,3 +91,27 @@ print(f"pending connection closed after {dt:.1f} s (mpa_timeout {mpa:.0f} s)")
 sys.exit(0 if dt < 0.75 * mpa else 1)
 PY
 }
+
+# cm_no_resources_left HOST DEVICE: DEVICE on HOST keeps no QP and no
+# cm_id after the connections ended; prints its counts.
+cm_no_resources_left() {
+	local left
+	left=$(in_ns "$1" rdma resource show | grep "$2:" || true)
+	echo "$1: $left"
+	if grep -Eq ' (qp|cm_id) [1-9]' <<<"$left"; then
+		echo "resources left on $2"
+		return 1
+	fi
+}
+
+# wait_established HOST FILTER: until HOST has an established TCP connection
+# that matches the ss(8) FILTER (e.g. "dport = :7531"), at most 10 s times
+# XIW_TIME_FACTOR.
+wait_established() {
+	for _ in $(seq 1 $((100 * ${XIW_TIME_FACTOR:-1}))); do
+		in_ns "$1" ss -Htn state established "$2" | grep -q . && return 0
+		sleep 0.1
+	done
+	echo "no established connection ($2) on host $1"
+	return 1
+}

@@ -21,9 +21,6 @@ cm_pair b "$B" a 7505 cdisc
 cm_show_negotiation ""
 dmesg | grep -q 'MPA rev 2 responder.* p2p 1 rtr 0x0' ||
 	{ echo "no P2P connection with an RDMA Write RTR"; exit 1; }
-for h in a b; do
-	left=$(in_ns $h rdma resource show)
-	echo "$h: $left"
-	grep -Eq ' (qp|cm_id) [1-9]' <<<"$left" && { echo "resources left on $h"; exit 1; }
-done
+cm_no_resources_left a "$XIW_DEV_A"
+cm_no_resources_left b "$XIW_DEV_B"
 echo "cm p2p: ok"

@@ -104,10 +104,7 @@ pending_probe "$A" $port &
 ppid=$!
 # Once TCP connected it (python starts slowly under TCG): then the
 # connection is one the listener still holds while it reads the Request.
-for _ in $(seq 1 100); do
-	in_ns a ss -Htn state established "sport = :$port" | grep -q . && break
-	sleep 0.1
-done
+wait_established a "sport = :$port"
 kill "$spid"; wait "$spid" || true
 wait "$ppid"
 wait_no_conn a $port
@@ -128,7 +125,5 @@ echo "Reply, bad key";   active 7494 "${bad_key}40010000" connerr
 echo "Reply, rev 3";     active 7495 "${key_rep}40030000" connerr
 echo "Reply, PD 513";    active 7496 "${key_rep}40010201" connerr
 
-left=$(in_ns a rdma resource show)
-echo "a: $left"
-grep -Eq ' (qp|cm_id) [1-9]' <<<"$left" && { echo "resources left on xiw0"; exit 1; }
+cm_no_resources_left a "$XIW_DEV_A"
 echo "cm robustness: ok"

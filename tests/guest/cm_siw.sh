@@ -30,7 +30,5 @@ cm_show_negotiation " (xiw's view)"
 if dmesg | grep -q 'MPA rev.* ext 1'; then
 	echo "xiw believes siw speaks the RDMAP extensions"; exit 1
 fi
-left=$(in_ns a rdma resource show)
-echo "a: $left"
-grep -Eq ' (qp|cm_id) [1-9]' <<<"$left" && { echo "resources left on xiw0"; exit 1; }
+cm_no_resources_left a "$XIW_DEV_A"
 echo "cm xiw-siw: ok"

@@ -21,7 +21,5 @@ cm_pair a "$A" b 7515 sdisc
 cm_show_negotiation " (xiw's view)"
 dmesg | grep -q 'MPA rev 2 initiator.* crc 1 .* ext 0 p2p 1 rtr 0x0' ||
 	{ echo "siw did not answer P2P with a Write RTR, or xiw got it wrong"; exit 1; }
-left=$(in_ns a rdma resource show)
-echo "a: $left"
-grep -Eq ' (qp|cm_id) [1-9]' <<<"$left" && { echo "resources left on xiw0"; exit 1; }
+cm_no_resources_left a "$XIW_DEV_A"
 echo "cm xiw-siw p2p: ok"

@@ -20,10 +20,7 @@ hold_pair() {
 	wait_listen a "$1"
 	"$cm_test" client "$A" "$1" hold &
 	cpid=$!
-	for _ in $(seq 1 100); do
-		[ -n "$(ss -Htn state established "dport = :$1")" ] && break
-		sleep 0.1
-	done
+	wait_established b "dport = :$1"
 	sleep 1
 }
 
@@ -35,10 +32,7 @@ pending() {
 	pending_probe "$A" "$1" &
 	ppid=$!
 	# Until the connection is up (Python starts slowly in the guest).
-	for _ in $(seq 1 100); do
-		[ -n "$(ss -Htn state established "dport = :$1")" ] && break
-		sleep 0.1
-	done
+	wait_established b "dport = :$1"
 	sleep 0.5
 }
 

@@ -32,7 +32,5 @@ for port in 7521 7522 7523; do
 		{ echo "connection not served by $XIW_DEV_A"; exit 1; }
 	wait_no_conn b $port
 done
-left=$(rdma resource show | grep "$XIW_DEV_A:")
-echo "$left"
-grep -Eq ' (qp|cm_id) [1-9]' <<<"$left" && { echo "resources left on xiw0"; exit 1; }
+cm_no_resources_left b "$XIW_DEV_A"
 echo "cm wildcard: ok"

@@ -20,9 +20,6 @@ cm_pair b "$B" a 7477 reject
 cm_refused b "$A" 7478
 cm_refused a "$B" 7478
 # Nothing may be left behind on either device.
-for h in a b; do
-	left=$(in_ns $h rdma resource show | awk '{print}')
-	echo "$h: $left"
-	grep -Eq ' (qp|cm_id) [1-9]' <<<"$left" && { echo "resources left on $h"; exit 1; }
-done
+cm_no_resources_left a "$XIW_DEV_A"
+cm_no_resources_left b "$XIW_DEV_B"
 echo "cm xiw-xiw: ok"
