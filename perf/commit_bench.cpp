@@ -82,13 +82,9 @@ int run_server(const char *addr, const char *port, const char *path)
 		die("mmap MAP_SHARED");
 	std::memset(map, 0x5a, region_size);
 
-	rdma_addrinfo *res = xiw_test::resolve(addr, port, true);
-	ibv_qp_init_attr attr = xiw_test::rc_qp_attr(16, 16);
-	rdma_cm_id *listen_id = nullptr, *id = nullptr;
-	if (rdma_create_ep(&listen_id, res, nullptr, &attr) || rdma_listen(listen_id, 1))
-		die("listen");
-	std::printf("commit_bench server: listening\n");
-	std::fflush(stdout);
+	rdma_cm_id *listen_id = xiw_test::listen_on("commit_bench", addr, port,
+						     xiw_test::rc_qp_attr(16, 16), 1);
+	rdma_cm_id *id = nullptr;
 	if (rdma_get_request(listen_id, &id))
 		die("rdma_get_request");
 
@@ -216,10 +212,8 @@ void verify_rate(client &c, const char *name, u32 rkey, u32 hash_len, unsigned c
 int run_client(const char *addr, const char *port, unsigned iterations, unsigned verifies)
 {
 	client c;
-	rdma_addrinfo *res = xiw_test::resolve(addr, port, false);
 	ibv_qp_init_attr attr = xiw_test::rc_qp_attr(16, 1);
-	if (rdma_create_ep(&c.id, res, nullptr, &attr))
-		die("rdma_create_ep");
+	c.id = xiw_test::endpoint_to(addr, port, &attr);
 	c.mr = ibv_reg_mr(c.id->pd, c.buf.data(), c.buf.size(), IBV_ACCESS_LOCAL_WRITE);
 	if (!c.mr)
 		die("ibv_reg_mr");
@@ -271,7 +265,6 @@ int run_client(const char *addr, const char *port, unsigned iterations, unsigned
 	rdma_disconnect(c.id);
 	ibv_dereg_mr(c.mr);
 	rdma_destroy_ep(c.id);
-	rdma_freeaddrinfo(res);
 	return 0;
 }
 

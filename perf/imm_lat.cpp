@@ -131,13 +131,8 @@ void prepare(endpoint &e)
 
 int run_server(const char *addr, const char *port)
 {
-	rdma_addrinfo *res = xiw_test::resolve(addr, port, true);
-	ibv_qp_init_attr attr = xiw_test::rc_qp_attr(16, recv_depth);
-	rdma_cm_id *listen_id = nullptr;
-	if (rdma_create_ep(&listen_id, res, nullptr, &attr) || rdma_listen(listen_id, 1))
-		die("listen");
-	std::printf("imm_lat server: listening\n");
-	std::fflush(stdout);
+	rdma_cm_id *listen_id = xiw_test::listen_on("imm_lat", addr, port,
+						     xiw_test::rc_qp_attr(16, recv_depth), 1);
 
 	endpoint e;
 	if (rdma_get_request(listen_id, &e.id))
@@ -166,13 +161,11 @@ int run_server(const char *addr, const char *port)
 int run_client(const char *addr, const char *port, bool with_imm, std::uint32_t size,
 	       std::uint32_t iterations)
 {
-	rdma_addrinfo *res = xiw_test::resolve(addr, port, false);
 	ibv_qp_init_attr attr = xiw_test::rc_qp_attr(16, recv_depth);
 	endpoint e;
 	e.with_imm = with_imm;
 	e.size = size;
-	if (rdma_create_ep(&e.id, res, nullptr, &attr))
-		die("rdma_create_ep");
+	e.id = xiw_test::endpoint_to(addr, port, &attr);
 	prepare(e);
 	buffer_info mine = e.own();
 	mine.iterations = iterations;

@@ -41,7 +41,6 @@ namespace {
 
 using xiw_test::die;
 using xiw_test::wait_disconnect;
-using xiw_test::resolve;
 using u64 = std::uint64_t;
 using clock_type = std::chrono::steady_clock;
 
@@ -145,16 +144,8 @@ struct cpu_adder {
 
 int run_server(const char *addr, const char *port)
 {
-	rdma_addrinfo *res = resolve(addr, port, true);
-	rdma_cm_id *listen_id = nullptr;
-	ibv_qp_init_attr attr = xiw_test::rc_qp_attr(4, 4);
-
-	if (rdma_create_ep(&listen_id, res, nullptr, &attr))
-		die("rdma_create_ep");
-	if (rdma_listen(listen_id, 16))
-		die("rdma_listen");
-	std::printf("atomic_stress server: listening on %s:%s\n", addr, port);
-	std::fflush(stdout);
+	rdma_cm_id *listen_id =
+		xiw_test::listen_on("atomic_stress", addr, port, xiw_test::rc_qp_attr(4, 4), 16);
 
 	auto *page = static_cast<u64 *>(std::aligned_alloc(4096, 4096));
 	if (!page)
@@ -378,11 +369,8 @@ int run_client(const char *addr, const char *port, mode how, unsigned nq, unsign
 	std::vector<qp_state> qps(nq);
 	for (unsigned i = 0; i < nq; i++) {
 		qp_state &q = qps[i];
-		rdma_addrinfo *res = resolve(addr, port, false);
 		ibv_qp_init_attr attr = xiw_test::rc_qp_attr(send_depth, 1);
-		if (rdma_create_ep(&q.id, res, nullptr, &attr))
-			die("rdma_create_ep");
-		rdma_freeaddrinfo(res);
+		q.id = xiw_test::endpoint_to(addr, port, &attr);
 		q.slots = static_cast<u64 *>(std::aligned_alloc(64, 64 * 8));
 		if (!q.slots)
 			die("aligned_alloc");

@@ -25,7 +25,6 @@ namespace {
 
 using xiw_test::conn_param;
 using xiw_test::die;
-using xiw_test::resolve;
 
 ibv_qp_init_attr qp_attr()
 {
@@ -66,16 +65,7 @@ int wait_wc(ibv_cq *cq, int seconds, ibv_wc *out = nullptr)
 // that nothing in the buffer changed.
 int run_server(const char *addr, const char *port)
 {
-	rdma_addrinfo *res = resolve(addr, port, true);
-	rdma_cm_id *listen_id = nullptr;
-	ibv_qp_init_attr attr = qp_attr();
-
-	if (rdma_create_ep(&listen_id, res, nullptr, &attr))
-		die("rdma_create_ep");
-	if (rdma_listen(listen_id, 4))
-		die("rdma_listen");
-	std::printf("errors server: listening\n");
-	std::fflush(stdout);
+	rdma_cm_id *listen_id = xiw_test::listen_on("errors", addr, port, qp_attr(), 4);
 
 	for (;;) {
 		rdma_cm_id *id = nullptr;
@@ -142,13 +132,10 @@ int expect(const std::string &what, int got, std::initializer_list<int> want)
 
 int run_client(const char *addr, const char *port, const std::string &which)
 {
-	rdma_addrinfo *res = resolve(addr, port, false);
 	ibv_qp_init_attr attr = qp_attr();
-	rdma_cm_id *id = nullptr;
+	rdma_cm_id *id = xiw_test::endpoint_to(addr, port, &attr);
 	target t{};
 
-	if (rdma_create_ep(&id, res, nullptr, &attr))
-		die("rdma_create_ep");
 	std::vector<std::uint8_t> local(buf_size, 0x11);
 	ibv_mr *mr = ibv_reg_mr(id->pd, local.data(), local.size(),
 				IBV_ACCESS_LOCAL_WRITE);

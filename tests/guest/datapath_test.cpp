@@ -24,7 +24,6 @@ namespace {
 
 using xiw_test::conn_param;
 using xiw_test::die;
-using xiw_test::resolve;
 
 ibv_qp_init_attr qp_attr()
 {
@@ -135,17 +134,9 @@ struct endpoint {
 
 int run_server(const char *addr, const char *port, std::size_t max)
 {
-	rdma_addrinfo *res = resolve(addr, port, true);
-	rdma_cm_id *listen_id = nullptr;
-	ibv_qp_init_attr attr = qp_attr();
+	rdma_cm_id *listen_id = xiw_test::listen_on("datapath", addr, port, qp_attr(), 1);
 	endpoint ep;
 
-	if (rdma_create_ep(&listen_id, res, nullptr, &attr))
-		die("rdma_create_ep");
-	if (rdma_listen(listen_id, 1))
-		die("rdma_listen");
-	std::printf("datapath server: listening on %s:%s\n", addr, port);
-	std::fflush(stdout);
 	if (rdma_get_request(listen_id, &ep.id))
 		die("rdma_get_request");
 	ep.register_memory(max);
@@ -212,12 +203,9 @@ void expect_ok(endpoint &ep, const char *what, std::size_t n)
 
 int run_client(const char *addr, const char *port, std::size_t max)
 {
-	rdma_addrinfo *res = resolve(addr, port, false);
 	ibv_qp_init_attr attr = qp_attr();
 	endpoint ep;
-
-	if (rdma_create_ep(&ep.id, res, nullptr, &attr))
-		die("rdma_create_ep");
+	ep.id = xiw_test::endpoint_to(addr, port, &attr);
 	ep.register_memory(max);
 	ep.post_ctrl_recv();
 	rdma_conn_param param = conn_param();

@@ -327,16 +327,9 @@ template <class Conn>
 int run_server(const Conn &proto, const char *addr, const char *port, const char *note)
 {
 	using T = typename Conn::traits;
-	rdma_addrinfo *res = resolve(addr, port, true);
-	rdma_cm_id *listen_id = nullptr;
-	ibv_qp_init_attr attr = rc_qp_attr(T::server_send_depth, T::server_recv_depth);
-
-	if (rdma_create_ep(&listen_id, res, nullptr, &attr))
-		die("rdma_create_ep");
-	if (rdma_listen(listen_id, 4))
-		die("rdma_listen");
-	std::printf("%s server: listening on %s:%s%s\n", g_tool, addr, port, note);
-	std::fflush(stdout);
+	rdma_cm_id *listen_id = xiw_test::listen_on(
+		g_tool, addr, port, rc_qp_attr(T::server_send_depth, T::server_recv_depth), 4,
+		note);
 
 	for (;;) {
 		Conn c = proto;
@@ -424,12 +417,9 @@ template <class T> struct client_base {
 	// ibv_qp_ex if QP_EX.
 	void open(const char *addr, const char *port, typename T::case_type which, bool qp_ex)
 	{
-		rdma_addrinfo *res = resolve(addr, port, false);
 		ibv_qp_init_attr attr = rc_qp_attr(T::client_send_depth, client_recv_depth);
 		attr.cap.max_send_sge = T::client_send_sge;
-		if (rdma_create_ep(&id, res, nullptr, qp_ex ? nullptr : &attr))
-			die("rdma_create_ep");
-		rdma_freeaddrinfo(res);
+		id = xiw_test::endpoint_to(addr, port, qp_ex ? nullptr : &attr);
 		if (qp_ex) {
 			ibv_qp_init_attr_ex ax{};
 			ax.qp_type = IBV_QPT_RC;

@@ -77,6 +77,36 @@ inline rdma_conn_param conn_param()
 	return p;
 }
 
+// A listening endpoint on ADDR:PORT (librdmacm's synchronous API) whose
+// connect requests get QPs of ATTR; says "WHO server: listening on
+// ADDR:PORT" (the line the guest scripts wait for), then NOTE.
+inline rdma_cm_id *listen_on(const char *who, const char *addr, const char *port,
+			     ibv_qp_init_attr attr, int backlog, const char *note = "")
+{
+	rdma_addrinfo *res = resolve(addr, port, true);
+	rdma_cm_id *id = nullptr;
+	if (rdma_create_ep(&id, res, nullptr, &attr))
+		die("rdma_create_ep");
+	rdma_freeaddrinfo(res);
+	if (rdma_listen(id, backlog))
+		die("rdma_listen");
+	std::printf("%s server: listening on %s:%s%s\n", who, addr, port, note);
+	std::fflush(stdout);
+	return id;
+}
+
+// An active endpoint toward ADDR:PORT with a QP of ATTR (none if null),
+// not yet connected.
+inline rdma_cm_id *endpoint_to(const char *addr, const char *port, ibv_qp_init_attr *attr)
+{
+	rdma_addrinfo *res = resolve(addr, port, false);
+	rdma_cm_id *id = nullptr;
+	if (rdma_create_ep(&id, res, nullptr, attr))
+		die("rdma_create_ep");
+	rdma_freeaddrinfo(res);
+	return id;
+}
+
 // Prints "TOOL WHAT: FAIL: message" and exits with status 1.
 [[noreturn]] inline void vfail(const char *tool, const char *what, const char *fmt,
 			       va_list ap)

@@ -635,14 +635,10 @@ void post_message(rdma_cm_id *id, ibv_mr *mr, std::uint8_t *slot, std::uint32_t 
 int run_client(const char *addr, const char *port)
 {
 	g_check = "client";
-	rdma_addrinfo *res = resolve(addr, port, false);
 	// One credit receive: the next credit comes only after the batch this
 	// one allows.
 	ibv_qp_init_attr attr = xiw_test::rc_qp_attr(kBatch, 1);
-	rdma_cm_id *id = nullptr;
-	if (rdma_create_ep(&id, res, nullptr, &attr))
-		die("rdma_create_ep");
-	rdma_freeaddrinfo(res);
+	rdma_cm_id *id = xiw_test::endpoint_to(addr, port, &attr);
 
 	const std::size_t bytes = std::size_t{kBatch} * kMaxMessage;
 	auto *slots = static_cast<std::uint8_t *>(std::aligned_alloc(4096, bytes));
