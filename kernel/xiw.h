@@ -263,7 +263,16 @@ struct xiw_qp_tx {
  * socket serialises (xiw_qp_rx.c).  The RQ indices, the ORQ and the IRQ
  * tail are shared with flushes and the transmit path: qp->lock.
  */
+/* Where the parser is in the current FPDU (RFC 5044 §4.1). */
+enum xiw_rx_phase {
+	XIW_RX_CTRL,		/* ULPDU_Length and the DDP/RDMAP control */
+	XIW_RX_HEADER,		/* the rest of the DDP/RDMAP header */
+	XIW_RX_PAYLOAD,		/* the ULP payload, placed as it comes */
+	XIW_RX_TRAILER,		/* pad and CRC */
+};
+
 struct xiw_qp_rx {
+	enum xiw_rx_phase phase;
 	union xiw_hdr hdr;
 	u32 hdr_got;
 	u32 hdr_len;

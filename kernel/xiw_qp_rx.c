@@ -1196,6 +1196,7 @@ static bool xiw_rx_parsing(struct xiw_qp *qp)
 
 static void xiw_rx_reset_fpdu(struct xiw_qp_rx *rx)
 {
+	rx->phase = XIW_RX_CTRL;
 	rx->hdr_got = 0;
 	rx->hdr_len = 0;
 	rx->payload_got = 0;
@@ -1274,11 +1275,13 @@ static int xiw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 			avail = min_t(size_t, left, gap);
 		}
 
-		if (!rx->hdr_len || rx->hdr_got < rx->hdr_len) {
+		switch (rx->phase) {
+		case XIW_RX_CTRL:
+		case XIW_RX_HEADER: {
 			u8 *to = (u8 *)&rx->hdr + rx->hdr_got;
 
-			want = rx->hdr_len ? rx->hdr_len :
-					     sizeof(struct xiw_ctrl);
+			want = rx->phase == XIW_RX_HEADER ? rx->hdr_len :
+				sizeof(struct xiw_ctrl);
 			n = min_t(size_t, want - rx->hdr_got, avail);
 			if (skb_copy_bits(skb, off, to, n))
 				goto fatal;
@@ -1290,24 +1293,35 @@ static int xiw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 			rx->stream_pos += n;
 			off += n;
 			left -= n;
-			if (!rx->hdr_len && rx->hdr_got == want &&
-			    !xiw_rx_parse_ctrl(qp))
-				break;
-			if (rx->hdr_len && rx->hdr_got == rx->hdr_len &&
-			    !xiw_rx_begin_fpdu(qp))
-				break;
+			if (rx->hdr_got < want)
+				continue;
+			if (rx->phase == XIW_RX_CTRL) {
+				/* Sets hdr_len, which the control word ends. */
+				if (!xiw_rx_parse_ctrl(qp))
+					goto stop;
+				rx->phase = XIW_RX_HEADER;
+				continue;
+			}
+			if (!xiw_rx_begin_fpdu(qp))
+				goto stop;
+			rx->phase = rx->payload_len ? XIW_RX_PAYLOAD :
+						      XIW_RX_TRAILER;
 			continue;
 		}
-		if (rx->payload_got < rx->payload_len) {
+		case XIW_RX_PAYLOAD:
 			n = min_t(size_t, rx->payload_len - rx->payload_got,
 				  avail);
 			if (!xiw_rx_place(qp, skb, off, n))
-				break;
+				goto stop;
 			rx->payload_got += n;
 			rx->stream_pos += n;
 			off += n;
 			left -= n;
+			if (rx->payload_got == rx->payload_len)
+				rx->phase = XIW_RX_TRAILER;
 			continue;
+		case XIW_RX_TRAILER:
+			break;
 		}
 		pad = xiw_mpa_pad_len(rx->hdr_len - XIW_MPA_HDR_LEN +
 				      rx->payload_len);
@@ -1333,6 +1347,7 @@ static int xiw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 		xiw_rx_end_fpdu(qp);
 		xiw_rx_reset_fpdu(rx);
 	}
+stop:
 	if (!xiw_rx_parsing(qp))
 		desc->count = 0;
 	return len;
