@@ -263,6 +263,18 @@ struct xiw_qp_tx {
  * socket serialises (xiw_qp_rx.c).  The RQ indices, the ORQ and the IRQ
  * tail are shared with flushes and the transmit path: qp->lock.
  */
+struct xiw_qp;
+
+/* What the receive path does with the messages of one RDMAP opcode. */
+struct xiw_rx_handler {
+	/* The FPDU's header is in: check it, take what it names. */
+	bool (*begin)(struct xiw_qp *qp);
+	/* Its payload is placed; @last: it ended its message. */
+	void (*end)(struct xiw_qp *qp, bool last);
+	/* A request's execution, once delivered. */
+	void (*execute)(struct xiw_qp *qp);
+};
+
 /* Where the parser is in the current FPDU (RFC 5044 §4.1). */
 enum xiw_rx_phase {
 	XIW_RX_CTRL,		/* ULPDU_Length and the DDP/RDMAP control */
@@ -277,6 +289,7 @@ struct xiw_qp_rx {
 	u32 hdr_got;
 	u32 hdr_len;
 	const struct xiw_opcode_info *op;
+	const struct xiw_rx_handler *handler;	/* of op */
 	u32 payload_len;		/* of the current FPDU */
 	u32 payload_got;
 	u32 trailer_got;		/* pad and CRC */

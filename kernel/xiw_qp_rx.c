@@ -763,56 +763,56 @@ static bool xiw_rx_begin_response(struct xiw_qp *qp)
 	return true;
 }
 
-/* Checks everything an FPDU header says; false if the stream failed. */
-static bool xiw_rx_begin_fpdu(struct xiw_qp *qp)
+/*
+ * A request, response or Terminate: one whole segment with the next MSN of
+ * its queue; a variable tail (Terminate copies, a hash) fits rx.tail.
+ */
+static bool xiw_rx_begin_single(struct xiw_qp *qp)
+	__must_hold(&qp->lock)
 {
 	struct xiw_qp_rx *rx = &qp->rx;
 	const struct xiw_ddp_untagged_hdr *h = &rx->hdr.untagged;
 
-	if (rx->op->flags & XIW_OPF_TAGGED)
-		return rx->op->opcode == XIW_OP_WRITE ?
-		       xiw_rx_begin_write(qp) : xiw_rx_begin_read_response(qp);
-
-	if (be32_to_cpu(h->qn) != rx->op->qn) {
-		xiw_rx_fail(qp, XIW_TERM_LAYER_DDP, XIW_DDP_ETYPE_UNTAGGED,
-			    XIW_DDP_ECODE_UT_INVALID_QN);
-		return false;
-	}
-	if (rx->op->qn == XIW_QN_SEND)
-		return xiw_rx_begin_send(qp);
-
-	/* Requests, responses and Terminates are single segments. */
 	if (be32_to_cpu(h->msn) != rx->msn[rx->op->qn] ||
 	    be32_to_cpu(h->mo) != 0 || !xiw_ddp_last(h->ctrl.ddp_ctrl)) {
 		xiw_rx_fail(qp, XIW_TERM_LAYER_DDP, XIW_DDP_ETYPE_UNTAGGED,
 			    XIW_DDP_ECODE_UT_INVALID_MSN_RANGE);
 		return false;
 	}
-	/* Terminate copies, hashes: kept whole in rx.tail. */
 	if (rx->op->flags & XIW_OPF_VARLEN && rx->payload_len > XIW_TAIL_MAX) {
 		xiw_rx_fail(qp, XIW_TERM_LAYER_DDP, XIW_DDP_ETYPE_UNTAGGED,
 			    XIW_DDP_ECODE_UT_MSG_TOO_LONG);
 		return false;
 	}
-	if (rx->op->flags & XIW_OPF_RESPONSE)
-		return xiw_rx_begin_response(qp);
-	switch (rx->op->opcode) {
-	case XIW_OP_TERMINATE:
-	case XIW_OP_READ_REQ:
-	case XIW_OP_ATOMIC_REQ:
-	case XIW_OP_FLUSH_REQ:
-	case XIW_OP_VERIFY_REQ:
-	case XIW_OP_ATOMIC_WRITE_REQ:
-		/* Requests are executed once delivered: xiw_rx_end_fpdu(). */
-		return true;
-	default:
-		/* Read V2 (draft-wood §6): not implemented. */
+	return true;
+}
+
+/* Requests are executed once delivered: xiw_rx_end_request(). */
+static bool xiw_rx_begin_request(struct xiw_qp *qp)
+	__must_hold(&qp->lock)
+{
+	return xiw_rx_begin_single(qp);
+}
+
+static bool xiw_rx_begin_response_fpdu(struct xiw_qp *qp)
+	__must_hold(&qp->lock)
+{
+	return xiw_rx_begin_single(qp) && xiw_rx_begin_response(qp);
+}
+
+/* Read V2 (draft-wood §6): not implemented. */
+static bool xiw_rx_begin_unsupported(struct xiw_qp *qp)
+	__must_hold(&qp->lock)
+{
+	if (xiw_rx_begin_single(qp))
 		xiw_rx_fail(qp, XIW_TERM_LAYER_RDMAP,
 			    XIW_RDMAP_ETYPE_REMOTE_OPERATION,
 			    XIW_RDMAP_ECODE_UNEXPECTED_OPCODE);
-		return false;
-	}
+	return false;
 }
+
+static const struct xiw_rx_handler *xiw_rx_handler_of(unsigned int rv,
+						      unsigned int opcode);
 
 /*
  * Decodes the first word of an FPDU: the header length follows from the
@@ -842,6 +842,7 @@ static bool xiw_rx_parse_ctrl(struct xiw_qp *qp)
 		return false;
 	}
 	rx->op = xiw_wire_op(rv, xiw_rdmap_opcode(c->rdmap_ctrl));
+	rx->handler = xiw_rx_handler_of(rv, xiw_rdmap_opcode(c->rdmap_ctrl));
 	if (!rx->op || !!(rx->op->flags & XIW_OPF_TAGGED) != tagged ||
 	    (rx->op->spec != XIW_SPEC_RFC5040 && !qp->conn.extensions)) {
 		rx->op = NULL;
@@ -997,87 +998,151 @@ static void xiw_rx_end_send(struct xiw_qp *qp)
 		xiw_rq_complete(qp, rx->msg_len, XIW_WC_SUCCESS, se);
 }
 
-/* The FPDU is complete and its CRC good: finish the message it ends. */
+static void xiw_rx_end_write(struct xiw_qp *qp, bool last)
+	__must_hold(&qp->lock)
+{
+	struct xiw_qp_rx *rx = &qp->rx;
+
+	rx->write_len += rx->payload_len;
+	if (last) {
+		rx->last_write_len = rx->write_len;
+		rx->write_len = 0;
+	}
+}
+
+static void xiw_rx_end_read_response(struct xiw_qp *qp, bool last)
+	__must_hold(&qp->lock)
+{
+	struct xiw_qp_rx *rx = &qp->rx;
+	struct xiw_orq_entry *e = &rx->orq[rx->orq_head % XIW_MAX_ORD];
+	struct xiw_wqe *wqe;
+	u8 status;
+
+	e->placed += rx->payload_len;
+	if (!last)
+		return;
+	/*
+	 * The slot is free once orq_head passed it: the transmit path may
+	 * issue the next request into it as soon as the lock is dropped, so
+	 * take what completes the Read before.
+	 */
+	wqe = e->wqe;
+	status = e->placed == e->len ? XIW_WC_SUCCESS : XIW_WC_REM_OP_ERR;
+	rx->orq_head++;
+	if (wqe) {
+		spin_unlock_bh(&qp->lock);
+		xiw_qp_sq_complete_request(qp, wqe, status);
+		spin_lock_bh(&qp->lock);
+	}
+}
+
+static void xiw_rx_end_send_fpdu(struct xiw_qp *qp, bool last)
+	__must_hold(&qp->lock)
+{
+	if (last)
+		xiw_rx_end_send(qp);
+}
+
+static void xiw_rx_end_request(struct xiw_qp *qp, bool last)
+	__must_hold(&qp->lock)
+{
+	qp->rx.msn[XIW_QN_READ_REQ]++;
+	qp->rx.handler->execute(qp);
+}
+
+static void xiw_rx_end_response(struct xiw_qp *qp, bool last)
+	__must_hold(&qp->lock)
+{
+	qp->rx.msn[XIW_QN_RESPONSE]++;
+	xiw_rx_response(qp);
+}
+
+static void xiw_rx_end_terminate(struct xiw_qp *qp, bool last)
+	__must_hold(&qp->lock)
+{
+	qp->rx.msn[XIW_QN_TERMINATE]++;
+	xiw_rx_terminate(qp);
+}
+
+/*
+ * What the parser does with each RDMAP opcode (the wire table's rows, RFC
+ * 5040 §4.2, RFC 7306 §4.1, draft-talpey §2, draft-wood §4.1), by version.
+ * Every message of RV 1 is valid with RV 2 too (draft-wood §4.1).
+ */
+#define XIW_RX_SEND { xiw_rx_begin_send, xiw_rx_end_send_fpdu }
+#define XIW_RX_REQUEST(exec) { xiw_rx_begin_request, xiw_rx_end_request, exec }
+#define XIW_RX_RESPONSE { xiw_rx_begin_response_fpdu, xiw_rx_end_response }
+static const struct xiw_rx_handler xiw_rx_rv1[32] = {
+	[XIW_OP_WRITE] = { xiw_rx_begin_write, xiw_rx_end_write },
+	[XIW_OP_READ_REQ] = XIW_RX_REQUEST(xiw_rx_read_request),
+	[XIW_OP_READ_RESP] = { xiw_rx_begin_read_response,
+			       xiw_rx_end_read_response },
+	[XIW_OP_SEND] = XIW_RX_SEND,
+	[XIW_OP_SEND_INV] = XIW_RX_SEND,
+	[XIW_OP_SEND_SE] = XIW_RX_SEND,
+	[XIW_OP_SEND_SE_INV] = XIW_RX_SEND,
+	[XIW_OP_TERMINATE] = { xiw_rx_begin_single, xiw_rx_end_terminate },
+	[XIW_OP_IMM] = XIW_RX_SEND,
+	[XIW_OP_IMM_SE] = XIW_RX_SEND,
+	[XIW_OP_ATOMIC_REQ] = XIW_RX_REQUEST(xiw_rx_atomic_request),
+	[XIW_OP_ATOMIC_RESP] = XIW_RX_RESPONSE,
+	[XIW_OP_FLUSH_REQ] = XIW_RX_REQUEST(xiw_rx_flush_request),
+	[XIW_OP_FLUSH_RESP] = XIW_RX_RESPONSE,
+	[XIW_OP_VERIFY_REQ] = XIW_RX_REQUEST(xiw_rx_verify_request),
+	[XIW_OP_VERIFY_RESP] = XIW_RX_RESPONSE,
+	[XIW_OP_ATOMIC_WRITE_REQ] = XIW_RX_REQUEST(xiw_rx_atomic_write_request),
+	[XIW_OP_ATOMIC_WRITE_RESP] = XIW_RX_RESPONSE,
+};
+
+static const struct xiw_rx_handler xiw_rx_rv2[32] = {
+	[XIW_OP2_READ_REQ_V2] = { xiw_rx_begin_unsupported },
+	[XIW_OP2_READ_RESP_V2] = XIW_RX_RESPONSE,
+	[XIW_OP2_SEND_IMM] = XIW_RX_SEND,
+	[XIW_OP2_SEND_INV_IMM] = XIW_RX_SEND,
+	[XIW_OP2_SEND_SE_IMM] = XIW_RX_SEND,
+	[XIW_OP2_SEND_SE_INV_IMM] = XIW_RX_SEND,
+};
+
+#undef XIW_RX_SEND
+#undef XIW_RX_REQUEST
+#undef XIW_RX_RESPONSE
+
+/* The handler of a valid (@rv, @opcode): xiw_wire_op() found its row. */
+static const struct xiw_rx_handler *xiw_rx_handler_of(unsigned int rv,
+						      unsigned int opcode)
+{
+	opcode %= ARRAY_SIZE(xiw_rx_rv1);
+	if (rv == XIW_RDMAP_RV2 && xiw_rx_rv2[opcode].begin)
+		return &xiw_rx_rv2[opcode];
+	return &xiw_rx_rv1[opcode];
+}
+
+/* Checks everything an FPDU header says; false if the stream failed. */
+static bool xiw_rx_begin_fpdu(struct xiw_qp *qp)
+	__must_hold(&qp->lock)
+{
+	struct xiw_qp_rx *rx = &qp->rx;
+
+	if (!(rx->op->flags & XIW_OPF_TAGGED) &&
+	    be32_to_cpu(rx->hdr.untagged.qn) != rx->op->qn) {
+		xiw_rx_fail(qp, XIW_TERM_LAYER_DDP, XIW_DDP_ETYPE_UNTAGGED,
+			    XIW_DDP_ECODE_UT_INVALID_QN);
+		return false;
+	}
+	return rx->handler->begin(qp);
+}
+
+/* The FPDU is placed: the message's end, or a request's execution. */
 static void xiw_rx_end_fpdu(struct xiw_qp *qp)
 	__must_hold(&qp->lock)
 {
 	struct xiw_qp_rx *rx = &qp->rx;
-	bool last = xiw_ddp_last(rx->hdr.ctrl.ddp_ctrl);
-	struct xiw_orq_entry *e;
-	struct xiw_wqe *wqe;
-	u8 status;
 
 	if (rx->tagged_mr) {
 		xiw_mr_put(rx->tagged_mr);
 		rx->tagged_mr = NULL;
 	}
-	if (rx->op->qn == XIW_QN_SEND) {
-		if (last)
-			xiw_rx_end_send(qp);
-		return;
-	}
-	switch (rx->op->opcode) {
-	case XIW_OP_WRITE:
-		rx->write_len += rx->payload_len;
-		if (last) {
-			rx->last_write_len = rx->write_len;
-			rx->write_len = 0;
-		}
-		break;
-	case XIW_OP_READ_RESP:
-		e = &rx->orq[rx->orq_head % XIW_MAX_ORD];
-		e->placed += rx->payload_len;
-		if (!last)
-			break;
-		/*
-		 * The slot is free once orq_head passed it: the transmit path
-		 * may issue the next request into it as soon as the lock is
-		 * dropped, so take what completes the Read before.
-		 */
-		wqe = e->wqe;
-		status = e->placed == e->len ? XIW_WC_SUCCESS :
-					       XIW_WC_REM_OP_ERR;
-		rx->orq_head++;
-		if (wqe) {
-			spin_unlock_bh(&qp->lock);
-			xiw_qp_sq_complete_request(qp, wqe, status);
-			spin_lock_bh(&qp->lock);
-		}
-		break;
-	case XIW_OP_READ_REQ:
-		rx->msn[XIW_QN_READ_REQ]++;
-		xiw_rx_read_request(qp);
-		break;
-	case XIW_OP_ATOMIC_REQ:
-		rx->msn[XIW_QN_READ_REQ]++;
-		xiw_rx_atomic_request(qp);
-		break;
-	case XIW_OP_FLUSH_REQ:
-		rx->msn[XIW_QN_READ_REQ]++;
-		xiw_rx_flush_request(qp);
-		break;
-	case XIW_OP_VERIFY_REQ:
-		rx->msn[XIW_QN_READ_REQ]++;
-		xiw_rx_verify_request(qp);
-		break;
-	case XIW_OP_ATOMIC_WRITE_REQ:
-		rx->msn[XIW_QN_READ_REQ]++;
-		xiw_rx_atomic_write_request(qp);
-		break;
-	case XIW_OP_ATOMIC_RESP:
-	case XIW_OP_FLUSH_RESP:
-	case XIW_OP_VERIFY_RESP:
-	case XIW_OP_ATOMIC_WRITE_RESP:
-		rx->msn[XIW_QN_RESPONSE]++;
-		xiw_rx_response(qp);
-		break;
-	case XIW_OP_TERMINATE:
-		rx->msn[XIW_QN_TERMINATE]++;
-		xiw_rx_terminate(qp);
-		break;
-	default:
-		break;
-	}
+	rx->handler->end(qp, xiw_ddp_last(rx->hdr.ctrl.ddp_ctrl));
 }
 
 /* Places @n payload bytes of the current FPDU from @skb at @off. */
