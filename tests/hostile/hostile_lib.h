@@ -10,6 +10,9 @@
 
 #include <rdma/xiw-abi.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cinttypes>
 #include <fstream>
 #include <set>
@@ -124,6 +127,88 @@ inline bool to_state(ibv_qp *qp, ibv_qp_state s)
 	}
 	return ibv_modify_qp(qp, &a, mask) == 0;
 }
+
+// What the canary process tells the attacker about its region.
+struct canary_keys {
+	u32 lkey, rkey;
+	u64 addr;
+};
+
+// Another process: a region with every remote right and known keys, never
+// touched by itself.  changed() ends it and counts the octets that are no
+// longer as it wrote them.  Start it before any thread.
+class canary_process {
+public:
+	static constexpr std::size_t len = 64 * 1024;
+	static constexpr u8 fill = 0xc3;
+
+	canary_process()
+	{
+		int down[2], up[2];
+		if (pipe(down) || pipe(up))
+			xiw_test::die("pipe");
+		pid_ = fork();
+		if (pid_ < 0)
+			xiw_test::die("fork");
+		if (pid_ == 0)
+			serve(down[0], up[1]);
+		close(down[0]);
+		close(up[1]);
+		to_ = down[1];
+		from_ = up[0];
+		if (read(from_, &keys_, sizeof(keys_)) != sizeof(keys_))
+			fail("the canary process did not start");
+	}
+	~canary_process()
+	{
+		if (pid_ > 0)
+			changed();
+	}
+	canary_process(const canary_process &) = delete;
+	canary_process &operator=(const canary_process &) = delete;
+
+	const canary_keys &keys() const { return keys_; }
+
+	u64 changed()
+	{
+		const char c = 1;
+		u64 n = ~0ull;
+		if (write(to_, &c, 1) != 1 || read(from_, &n, sizeof(n)) != sizeof(n))
+			fail("the canary process went away");
+		int status = 0;
+		waitpid(pid_, &status, 0);
+		pid_ = -1;
+		close(to_);
+		close(from_);
+		return n;
+	}
+
+private:
+	[[noreturn]] static void serve(int in, int out)
+	{
+		device d;
+		static u8 region[len];
+		std::memset(region, fill, sizeof(region));
+		ibv_mr *mr = ibv_reg_mr(d.pd, region, sizeof(region),
+					IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+						IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+		if (!mr)
+			_exit(2);
+		const canary_keys k{mr->lkey, mr->rkey, reinterpret_cast<std::uintptr_t>(region)};
+		char c;
+		if (write(out, &k, sizeof(k)) != sizeof(k) || read(in, &c, 1) != 1)
+			_exit(3);
+		u64 n = 0;
+		for (u8 b : region)
+			n += b != fill;
+		ibv_dereg_mr(mr);
+		_exit(write(out, &n, sizeof(n)) == sizeof(n) ? 0 : 3);
+	}
+
+	pid_t pid_ = -1;
+	int to_ = -1, from_ = -1;
+	canary_keys keys_{};
+};
 
 // An rdma_cm active side with its own event channel, resolved to ADDR:PORT.
 struct cm_client {

@@ -19,7 +19,6 @@
 #include <rdma/ib_user_verbs.h>
 
 #include <fcntl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -33,52 +32,6 @@ using namespace xiw_hostile;
 using xiw_test::strf;
 
 constexpr std::size_t region_len = 64 * 1024;
-constexpr u8 canary_fill = 0xc3;
-
-// What the canary process tells the attacker about its region.
-struct canary_keys {
-	u32 lkey, rkey;
-	u64 addr;
-};
-
-// The other process: a region with every remote right, never touched by
-// itself; on request it counts the octets that changed.
-pid_t start_canary(int &to_child, int &from_child, canary_keys &keys)
-{
-	int down[2], up[2];
-	if (pipe(down) || pipe(up))
-		xiw_test::die("pipe");
-	const pid_t pid = fork();
-	if (pid < 0)
-		xiw_test::die("fork");
-	if (pid == 0) {
-		device d;
-		static u8 region[region_len];
-		std::memset(region, canary_fill, sizeof(region));
-		ibv_mr *mr = ibv_reg_mr(d.pd, region, sizeof(region),
-					IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
-						IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
-		if (!mr)
-			_exit(2);
-		const canary_keys k{mr->lkey, mr->rkey, reinterpret_cast<std::uintptr_t>(region)};
-		char c;
-		if (write(up[1], &k, sizeof(k)) != sizeof(k) || read(down[0], &c, 1) != 1)
-			_exit(3);
-		u64 changed = 0;
-		for (u8 b : region)
-			changed += b != canary_fill;
-		ibv_dereg_mr(mr);
-		_exit(write(up[1], &changed, sizeof(changed)) == sizeof(changed) ? 0 : 3);
-	}
-	close(down[0]);
-	close(up[1]);
-	to_child = down[1];
-	from_child = up[0];
-	if (read(from_child, &keys, sizeof(keys)) != sizeof(keys))
-		fail("the canary process did not start");
-	return pid;
-}
-
 // The doorbell as the provider rings it: POST_SEND with no work request.
 bool raw_doorbell(ibv_qp *qp)
 {
@@ -368,9 +321,8 @@ void drain_events(device &d, counters &n)
 
 int run(const char *addr, const char *port, u64 want, int seconds, u64 seed)
 {
-	int to_canary, from_canary;
-	canary_keys ck{};
-	const pid_t canary = start_canary(to_canary, from_canary, ck);
+	canary_process canary;
+	const canary_keys &ck = canary.keys();
 	std::printf("xiw_ring_fuzz: seed %" PRIu64 " (replay: xiw_ring_fuzz %s %s %" PRIu64
 		    " %d %" PRIu64 ")\n",
 		    seed, addr, port, want, seconds, seed);
@@ -460,13 +412,7 @@ int run(const char *addr, const char *port, u64 want, int seconds, u64 seed)
 	}
 	drain_events(d, n);
 
-	char c = 1;
-	u64 changed = ~0ull;
-	if (write(to_canary, &c, 1) != 1 ||
-	    read(from_canary, &changed, sizeof(changed)) != sizeof(changed))
-		fail("the canary process went away");
-	int status = 0;
-	waitpid(canary, &status, 0);
+	const u64 changed = canary.changed();
 
 	std::printf("xiw_ring_fuzz: %" PRIu64 " SQEs and %" PRIu64 " RQEs written, %" PRIu64
 		    " bad producer indices, %" PRIu64 " CQ consumer moves, %" PRIu64

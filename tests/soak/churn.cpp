@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+// Connection churn for the soak (tests/soak/soak.bash): a server that
+// accepts every connection, and a client whose SLOTS threads each connect,
+// transfer and disconnect, over and over.
+//   xiw_churn server ADDR PORT SECONDS
+// The server stops after SECONDS or when its device goes away.
+//   xiw_churn client ADDR PORT SLOTS CYCLES SECONDS [tolerate]
+// A client cycle: resolve, a QP and an MR of its own, connect (the server
+// tells its region in the private data of its accept), a Send, an RDMA
+// Write of 4 KiB into the server's region, an RDMA Read of it back
+// (compared), a FetchAdd, disconnect, everything destroyed.  Every wait
+// is bounded.  The client stops after CYCLES cycles or SECONDS; it fails
+// on the first failed cycle, or with "tolerate" (the soak's link, kill
+// and fault phases) counts failed cycles and fails only if a call hangs
+// past its bound or no cycle succeeded.  Prints "cycles: N ok, M failed".
+
+#include "../hostile/hostile_lib.h"
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using namespace xiw_hostile;
+using xiw_test::strf;
+
+constexpr std::size_t slot_len = 8192, xfer_len = 4096, msg_len = 64;
+constexpr u32 max_slots = 256;
+constexpr int wait_ms = 20000;
+
+// What the server's accept tells the client.
+struct region_info {
+	u64 addr;
+	u32 rkey;
+	u32 slot_len;
+} __attribute__((packed));
+
+// ----------------------------------------------------------------- server
+
+int run_server(const char *addr, const char *port, int seconds)
+{
+	rdma_event_channel *ch = rdma_create_event_channel();
+	rdma_cm_id *listen = nullptr;
+	if (!ch || rdma_create_id(ch, &listen, nullptr, RDMA_PS_TCP))
+		xiw_test::die("rdma_create_id");
+	rdma_addrinfo *res = xiw_test::resolve(addr, port, true);
+	if (rdma_bind_addr(listen, res->ai_src_addr) || rdma_listen(listen, 256))
+		xiw_test::die("rdma_bind_addr/rdma_listen");
+	rdma_freeaddrinfo(res);
+	ibv_pd *pd = ibv_alloc_pd(listen->verbs);
+	alignas(4096) static u8 region[max_slots * slot_len];
+	static u8 inbox[msg_len];
+	ibv_mr *mr = pd ? ibv_reg_mr(pd, region, sizeof(region),
+				    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+					    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)
+			: nullptr;
+	ibv_mr *in_mr = pd ? ibv_reg_mr(pd, inbox, sizeof(inbox), IBV_ACCESS_LOCAL_WRITE) : nullptr;
+	if (!mr || !in_mr)
+		xiw_test::die("ibv_reg_mr");
+	std::printf("xiw_churn server: listening on %s:%s\n", addr, port);
+	std::fflush(stdout);
+	std::map<rdma_cm_id *, ibv_cq *> conns;
+	u64 accepted = 0;
+	const long long until = xiw_raw::now_ms() + seconds * 1000LL;
+	while (xiw_raw::now_ms() < until) {
+		pollfd p{ch->fd, POLLIN, 0};
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		rdma_cm_event *ev = nullptr;
+		if (rdma_get_cm_event(ch, &ev))
+			xiw_test::die("rdma_get_cm_event");
+		rdma_cm_id *id = ev->id;
+		const rdma_cm_event_type type = ev->event;
+		rdma_ack_cm_event(ev);
+		if (id == listen && type == RDMA_CM_EVENT_DEVICE_REMOVAL)
+			break;	// the device went away (the soak's link phase)
+		if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
+			ibv_cq *cq = ibv_create_cq(id->verbs, 8, nullptr, nullptr, 0);
+			ibv_qp_init_attr a = xiw_test::rc_qp_attr(4, 4);
+			a.send_cq = a.recv_cq = cq;
+			if (!cq || rdma_create_qp(id, pd, &a)) {
+				// Out of resources (the fault phase): refuse this one.
+				rdma_reject(id, nullptr, 0);
+				if (cq)
+					ibv_destroy_cq(cq);
+				rdma_destroy_id(id);
+				continue;
+			}
+			ibv_sge sge{reinterpret_cast<std::uintptr_t>(inbox), msg_len, in_mr->lkey};
+			ibv_recv_wr wr{}, *bad = nullptr;
+			wr.sg_list = &sge;
+			wr.num_sge = 1;
+			ibv_post_recv(id->qp, &wr, &bad);
+			const region_info info{reinterpret_cast<std::uintptr_t>(region), mr->rkey,
+					       slot_len};
+			rdma_conn_param cp = xiw_test::conn_param();
+			cp.private_data = &info;
+			cp.private_data_len = sizeof(info);
+			conns[id] = cq;
+			accepted++;
+			if (rdma_accept(id, &cp) == 0)
+				continue;
+		} else if (type == RDMA_CM_EVENT_ESTABLISHED || !conns.count(id)) {
+			continue;
+		}
+		ibv_cq *cq = conns[id];
+		conns.erase(id);
+		rdma_destroy_qp(id);
+		ibv_destroy_cq(cq);
+		rdma_destroy_id(id);
+	}
+	for (auto &[id, cq] : conns) {
+		rdma_disconnect(id);
+		rdma_destroy_qp(id);
+		ibv_destroy_cq(cq);
+		rdma_destroy_id(id);
+	}
+	ibv_dereg_mr(mr);
+	ibv_dereg_mr(in_mr);
+	ibv_dealloc_pd(pd);
+	rdma_destroy_id(listen);
+	rdma_destroy_event_channel(ch);
+	std::printf("xiw_churn server: %" PRIu64 " connections accepted\n", accepted);
+	return 0;
+}
+
+// ----------------------------------------------------------------- client
+
+struct outcome {
+	std::atomic<u64> ok{0}, failed{0}, started{0};
+	std::atomic<bool> stop{false};
+	std::mutex lock;
+	std::map<std::string, u64> why;
+};
+
+// One cycle of slot S; empty on success, else what failed.
+class cycle {
+public:
+	cycle(const char *addr, const char *port, u32 slot) : addr_(addr), port_(port), slot_(slot)
+	{
+	}
+	~cycle()
+	{
+		if (id_ && id_->qp)
+			rdma_destroy_qp(id_);
+		if (mr_)
+			ibv_dereg_mr(mr_);
+		if (cq_)
+			ibv_destroy_cq(cq_);
+		if (pd_)
+			ibv_dealloc_pd(pd_);
+		if (id_)
+			rdma_destroy_id(id_);
+		if (ch_)
+			rdma_destroy_event_channel(ch_);
+	}
+	cycle(const cycle &) = delete;
+	cycle &operator=(const cycle &) = delete;
+
+	std::string run()
+	{
+		ch_ = rdma_create_event_channel();
+		if (!ch_ || rdma_create_id(ch_, &id_, nullptr, RDMA_PS_TCP))
+			return "rdma_create_id";
+		rdma_addrinfo *res = nullptr;
+		rdma_addrinfo hints{};
+		hints.ai_port_space = RDMA_PS_TCP;
+		if (rdma_getaddrinfo(addr_, port_, &hints, &res))
+			return "rdma_getaddrinfo";
+		const int ra = rdma_resolve_addr(id_, nullptr, res->ai_dst_addr, 5000);
+		rdma_freeaddrinfo(res);
+		if (ra || !expect(RDMA_CM_EVENT_ADDR_RESOLVED))
+			return "address resolution";
+		if (rdma_resolve_route(id_, 5000) || !expect(RDMA_CM_EVENT_ROUTE_RESOLVED))
+			return "route resolution";
+		pd_ = ibv_alloc_pd(id_->verbs);
+		cq_ = ibv_create_cq(id_->verbs, 8, nullptr, nullptr, 0);
+		mr_ = pd_ ? ibv_reg_mr(pd_, buf_, sizeof(buf_), IBV_ACCESS_LOCAL_WRITE) : nullptr;
+		if (!cq_ || !mr_)
+			return "ibv_alloc_pd/ibv_create_cq/ibv_reg_mr";
+		ibv_qp_init_attr a = xiw_test::rc_qp_attr(8, 4);
+		a.send_cq = a.recv_cq = cq_;
+		if (rdma_create_qp(id_, pd_, &a))
+			return "rdma_create_qp";
+		rdma_conn_param cp = xiw_test::conn_param();
+		if (rdma_connect(id_, &cp) || !expect(RDMA_CM_EVENT_ESTABLISHED))
+			return "connect";
+		if (info_.slot_len < slot_len || info_.rkey == 0)
+			return "the server's private data";
+		const u64 remote = info_.addr + slot_ * slot_len;
+		for (std::size_t i = 0; i < xfer_len; i++)
+			buf_[i] = static_cast<u8>(i * 31 + slot_ + serial_);
+		if (!post(IBV_WR_SEND, 0, msg_len, 0) ||
+		    !post(IBV_WR_RDMA_WRITE, 0, xfer_len, remote) ||
+		    !post(IBV_WR_RDMA_READ, xfer_len, xfer_len, remote) ||
+		    !post(IBV_WR_ATOMIC_FETCH_AND_ADD, 2 * xfer_len, 8, remote + xfer_len))
+			return "ibv_post_send";
+		for (int k = 0; k < 4; k++) {
+			ibv_wc wc{};
+			if (!xiw_test::poll_one(cq_, wc, wait_ms))
+				return "a completion in time";
+			if (wc.status != IBV_WC_SUCCESS)
+				return std::string("completion: ") + ibv_wc_status_str(wc.status);
+		}
+		if (std::memcmp(buf_, buf_ + xfer_len, xfer_len))
+			return "the Read returned other data than the Write wrote";
+		if (rdma_disconnect(id_) || !expect(RDMA_CM_EVENT_DISCONNECTED))
+			return "disconnect";
+		return "";
+	}
+
+	static inline std::atomic<u32> serials{0};
+
+private:
+	bool expect(rdma_cm_event_type want)
+	{
+		pollfd p{ch_->fd, POLLIN, 0};
+		if (poll(&p, 1, wait_ms) <= 0)
+			return false;
+		rdma_cm_event *ev = nullptr;
+		if (rdma_get_cm_event(ch_, &ev))
+			return false;
+		const bool ok = ev->event == want;
+		if (ok && want == RDMA_CM_EVENT_ESTABLISHED &&
+		    ev->param.conn.private_data_len >= sizeof(info_))
+			std::memcpy(&info_, ev->param.conn.private_data, sizeof(info_));
+		rdma_ack_cm_event(ev);
+		return ok;
+	}
+	bool post(ibv_wr_opcode op, std::size_t off, std::size_t len, u64 remote)
+	{
+		ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf_ + off), static_cast<u32>(len),
+			    mr_->lkey};
+		ibv_send_wr wr{}, *bad = nullptr;
+		wr.opcode = op;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+			wr.wr.atomic.remote_addr = remote;
+			wr.wr.atomic.rkey = info_.rkey;
+			wr.wr.atomic.compare_add = 1;
+		} else {
+			wr.wr.rdma.remote_addr = remote;
+			wr.wr.rdma.rkey = info_.rkey;
+		}
+		return ibv_post_send(id_->qp, &wr, &bad) == 0;
+	}
+
+	const char *addr_, *port_;
+	u32 slot_, serial_ = serials++;
+	rdma_event_channel *ch_ = nullptr;
+	rdma_cm_id *id_ = nullptr;
+	ibv_pd *pd_ = nullptr;
+	ibv_cq *cq_ = nullptr;
+	ibv_mr *mr_ = nullptr;
+	region_info info_{};
+	alignas(64) u8 buf_[2 * xfer_len + 8];
+};
+
+int run_client(const char *addr, const char *port, u32 slots, u64 cycles, int seconds,
+	       bool tolerate)
+{
+	if (slots == 0 || slots > max_slots)
+		fail("1..%u slots", max_slots);
+	outcome out;
+	const long long until = xiw_raw::now_ms() + seconds * 1000LL;
+	std::vector<std::thread> threads;
+	for (u32 s = 0; s < slots; s++)
+		threads.emplace_back([&, s] {
+			while (!out.stop.load() && xiw_raw::now_ms() < until &&
+			       out.started.fetch_add(1) < cycles) {
+				const std::string why = cycle(addr, port, s).run();
+				if (why.empty()) {
+					out.ok++;
+					continue;
+				}
+				out.failed++;
+				std::lock_guard<std::mutex> g(out.lock);
+				out.why[why]++;
+				if (!tolerate)
+					out.stop = true;
+			}
+		});
+	for (std::thread &t : threads)
+		t.join();
+	std::printf("xiw_churn client: cycles: %" PRIu64 " ok, %" PRIu64 " failed, %u slots\n",
+		    out.ok.load(), out.failed.load(), slots);
+	for (const auto &[why, n] : out.why)
+		std::printf("  failed at %s: %" PRIu64 "\n", why.c_str(), n);
+	if (out.failed && !tolerate)
+		fail("a cycle failed at %s", out.why.begin()->first.c_str());
+	if (!out.ok)
+		fail("no cycle succeeded");
+	if (!tolerate && out.ok < cycles)
+		fail("%" PRIu64 " of %" PRIu64 " cycles in %d s", out.ok.load(), cycles, seconds);
+	pass(strf("%" PRIu64 " cycles over %u slots", out.ok.load(), slots));
+	return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	g_tool = "xiw_churn";
+	if (argc == 5 && std::string(argv[1]) == "server") {
+		g_case = "server";
+		return run_server(argv[2], argv[3], std::atoi(argv[4]));
+	}
+	if ((argc == 7 || argc == 8) && std::string(argv[1]) == "client") {
+		g_case = "client";
+		return run_client(argv[2], argv[3], static_cast<u32>(std::atoi(argv[4])),
+				  std::strtoull(argv[5], nullptr, 0), std::atoi(argv[6]),
+				  argc == 8 && std::string(argv[7]) == "tolerate");
+	}
+	std::fprintf(stderr, "usage: xiw_churn server ADDR PORT SECONDS\n"
+			     "       xiw_churn client ADDR PORT SLOTS CYCLES SECONDS [tolerate]\n");
+	return 2;
+}
