@@ -18,6 +18,10 @@ XIW_KERNEL_PROBLEMS_DEBUG='BUG [^ ]+ \((Not tainted|Tainted: [^)]*)\): |hard LOC
 
 # xiw_kernel_problems [EXTRA_ERE]: the problem lines of the kernel log on
 # stdin, once each; EXTRA_ERE adds patterns (e.g. XIW_KERNEL_PROBLEMS_DEBUG).
+# The stack an OOM kill prints ("... invoked oom-killer" to "</TASK>") is
+# the kernel enforcing a memory limit (the soak's memory cgroup phase), not
+# a problem; anything else in the log still is.
 xiw_kernel_problems() {
-	grep -E "$XIW_KERNEL_PROBLEMS${1:+|$1}" | grep -vE "$XIW_USER_FAULTS" | sort -u || true
+	awk '/invoked oom-killer:/ { oom = 1 } !oom { print } oom && /<\/TASK>/ { oom = 0 }' |
+		grep -E "$XIW_KERNEL_PROBLEMS${1:+|$1}" | grep -vE "$XIW_USER_FAULTS" | sort -u || true
 }

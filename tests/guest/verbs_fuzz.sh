@@ -7,7 +7,7 @@
 # modify_qp transition, work requests of every opcode in every state,
 # connections to a peer made and dropped, destroy while in use, reuse after
 # Error, workers killed or exiting with everything live.
-# XIW_VERBS_SEQUENCES sequences (default 400) within XIW_VERBS_SECONDS
+# XIW_VERBS_SEQUENCES sequences (default 2000) within XIW_VERBS_SECONDS
 # (default 240, times XIW_TIME_FACTOR); XIW_VERBS_SEED replays a run (the
 # seed is printed).  Fails if an oracle of the program fails, fewer
 # sequences ran, the canary changed, or the device's resource counts are
@@ -15,7 +15,7 @@
 set -euo pipefail
 
 bin=${XIW_BUILD_DIR:?set by scripts/guest}/tests/guest/xiw_verbs_fuzz
-sequences=${XIW_VERBS_SEQUENCES:-400}
+sequences=${XIW_VERBS_SEQUENCES:-2000}
 seconds=$((${XIW_VERBS_SECONDS:-240} * ${XIW_TIME_FACTOR:-1}))
 seed=()
 [ -z "${XIW_VERBS_SEED:-}" ] || seed=("$XIW_VERBS_SEED")

@@ -663,7 +663,14 @@ private:
 		ibv_qp_attr a{};
 		int mask = IBV_QP_STATE;
 		a.qp_state = static_cast<ibv_qp_state>(chance(16) ? below(16) : below(7));
-		if (chance(2)) {
+		// Half the time the way a program walks the states, so that every
+		// state is reached, not only Reset and Error.
+		static constexpr ibv_qp_state forward[] = {IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS,
+							   IBV_QPS_SQD, IBV_QPS_RTS, IBV_QPS_RESET,
+							   IBV_QPS_RESET};
+		if (chance(2) && before >= 0 && before < static_cast<int>(std::size(forward)))
+			a.qp_state = forward[before];
+		if (a.qp_state == IBV_QPS_INIT || chance(2)) {
 			// What a Reset -> Init needs, as most programs set it.
 			mask |= IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
 			a.port_num = chance(8) ? static_cast<u8>(below(4)) : 1;
@@ -1148,7 +1155,8 @@ int run(const char *addr, const char *port, u64 want, int seconds, u64 seed,
 		}
 		close(lines[1]);
 		// One worker in 8 dies by SIGKILL, at any moment of its life.
-		const long long kill_ms = !replay && r() % 8 == 0 ? static_cast<long long>(r() % 20000) : -1;
+		// (A worker lives a few tenths of a second on the stock kernel.)
+		const long long kill_ms = !replay && r() % 8 == 0 ? static_cast<long long>(r() % 400) : -1;
 		u64 current = next;
 		bool killed = false;
 		const bool in_time = supervise(w, lines[0], kill_ms, worker_limit_ms, total, current, killed);

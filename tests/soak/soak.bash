@@ -105,7 +105,8 @@ server_pid=
 start_server() { # PORT SECONDS [wrapper...]
 	local port=$1 secs=$2
 	shift 2
-	in_a "$@" "$churn" server "$A" "$port" "$secs" &
+	# Not through a function: $! must be the server itself, to stop it.
+	ip netns exec a "$@" "$churn" server "$A" "$port" "$secs" &
 	server_pid=$!
 	wait_until 30 sh -c "ip netns exec a ss -Hltn 'sport = :$port' | grep -q ." ||
 		die "no server on port $port"
