@@ -88,19 +88,26 @@ inline xiw_ring_ctrl *ctrl_of(const mapping &m)
 	return reinterpret_cast<xiw_ring_ctrl *>(m.start);
 }
 
+// A context of the first xiw device, or nullptr.
+inline ibv_context *open_xiw()
+{
+	int n = 0;
+	ibv_context *ctx = nullptr;
+	ibv_device **list = ibv_get_device_list(&n);
+	for (int i = 0; list && i < n && !ctx; i++)
+		if (std::string(ibv_get_device_name(list[i])).rfind("xiw", 0) == 0)
+			ctx = ibv_open_device(list[i]);
+	if (list)
+		ibv_free_device_list(list);
+	return ctx;
+}
+
 struct device {
 	ibv_context *ctx = nullptr;
 	ibv_pd *pd = nullptr;
 
-	device()
+	device() : ctx(open_xiw())
 	{
-		int n = 0;
-		ibv_device **list = ibv_get_device_list(&n);
-		for (int i = 0; list && i < n && !ctx; i++)
-			if (std::string(ibv_get_device_name(list[i])).rfind("xiw", 0) == 0)
-				ctx = ibv_open_device(list[i]);
-		if (list)
-			ibv_free_device_list(list);
 		if (!ctx)
 			fail("no xiw device");
 		pd = ibv_alloc_pd(ctx);

@@ -1007,19 +1007,6 @@ private:
 	u64 wr_id_ = 0;
 };
 
-ibv_context *open_xiw()
-{
-	int n = 0;
-	ibv_context *ctx = nullptr;
-	ibv_device **list = ibv_get_device_list(&n);
-	for (int i = 0; list && i < n && !ctx; i++)
-		if (std::string(ibv_get_device_name(list[i])).rfind("xiw", 0) == 0)
-			ctx = ibv_open_device(list[i]);
-	if (list)
-		ibv_free_device_list(list);
-	return ctx;
-}
-
 // Runs sequences FIRST..FIRST+COUNT-1 of SEED, each on a device context
 // of its own; the last keeps its objects and the process exits with them.
 [[noreturn]] void run_worker(const char *addr, const char *port, const targets &t, u64 seed,
