@@ -217,15 +217,20 @@ int fill_sqe(const qp &q, const ibv_send_wr &wr, xiw_sqe &sqe) noexcept
 }
 
 // Publishes the SQEs up to producer and rings the doorbell unless the
-// kernel said it is still working on the queue (ctrl.notify).
-void sq_publish(qp &q, std::uint32_t producer) noexcept
+// kernel said it is still working on the queue (ctrl.notify).  0, or the
+// errno of the doorbell (EIO once the device went away).  libibverbs
+// writes the failing work request to bad_wr even for an empty list: it
+// must point somewhere.
+int sq_publish(qp &q, std::uint32_t producer) noexcept
 {
 	q.sq.store_producer(producer);
 	// Pairs with the kernel's barrier between clearing notify and
 	// looking at the producer index once more.
 	std::atomic_thread_fence(std::memory_order_seq_cst);
-	if (!q.sq.load_notify())
-		rc::ibv_cmd_post_send(&q.vqp.qp, nullptr, nullptr);
+	if (q.sq.load_notify())
+		return 0;
+	ibv_send_wr *bad = nullptr;
+	return rc::ibv_cmd_post_send(&q.vqp.qp, nullptr, &bad);
 }
 
 // ---- ibv_qp_ex: work requests built by calls -----------------------------
@@ -269,10 +274,10 @@ void wr_start(ibv_qp_ex *qpx) noexcept
 int wr_complete(ibv_qp_ex *qpx) noexcept
 {
 	qp &q = *from_ibv(qpx);
-	const int err = q.batch_err;
+	int err = q.batch_err;
 	// A failed batch is dropped whole, as ibv_wr_complete() documents.
 	if (!err && q.batch_producer != q.sq.own(q.sq.ctrl().producer))
-		sq_publish(q, q.batch_producer);
+		err = sq_publish(q, q.batch_producer);
 	q.sq_lock.unlock();
 	return err;
 }
@@ -549,6 +554,7 @@ int post_send(ibv_qp *ibqp, ibv_send_wr *wr, ibv_send_wr **bad_wr) noexcept
 		return EINVAL;
 	}
 
+	ibv_send_wr *const first_wr = wr;
 	{
 		const std::lock_guard guard(q.sq_lock);
 		const std::uint32_t first = q.sq.own(q.sq.ctrl().producer);
@@ -563,8 +569,14 @@ int post_send(ibv_qp *ibqp, ibv_send_wr *wr, ibv_send_wr **bad_wr) noexcept
 				break;
 			producer++;
 		}
-		if (producer != first)
-			sq_publish(q, producer);
+		// A doorbell that fails fails the post, unless a work request
+		// did before.
+		if (producer != first) {
+			if (const int bell = sq_publish(q, producer); bell && !err) {
+				err = bell;
+				wr = first_wr;
+			}
+		}
 	}
 
 	if (err)
@@ -620,8 +632,14 @@ int post_recv(ibv_qp *ibqp, ibv_recv_wr *wr, ibv_recv_wr **bad_wr) noexcept
 			// arrive; only a QP in Error asks to be told, to flush
 			// them.
 			std::atomic_thread_fence(std::memory_order_seq_cst);
-			if (q.rq.load_notify())
-				rc::ibv_cmd_post_recv(ibqp, nullptr, nullptr);
+			ibv_recv_wr *bad = nullptr;
+			if (q.rq.load_notify()) {
+				const int bell = rc::ibv_cmd_post_recv(ibqp, nullptr, &bad);
+				if (bell && !err) {
+					err = bell;
+					wr = first;
+				}
+			}
 		}
 	}
 

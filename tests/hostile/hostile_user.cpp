@@ -360,6 +360,37 @@ int run_query_states()
 	return 0;
 }
 
+// after_removal: the device goes away (the script deletes the link when
+// told "ready") under a process with a QP; posting then must fail with an
+// errno, as with any verbs provider, not crash the process.  (Regression:
+// the provider rang the doorbell with a NULL bad_wr, which libibverbs
+// writes to when the command fails: a segfault in ibv_cmd_post_send.)
+int run_after_removal()
+{
+	local_qp l(16, 4, 4);
+	if (!to_state(l.qp, IBV_QPS_INIT))
+		xiw_test::die("ibv_modify_qp(INIT)");
+	std::printf("xiw_hostile_user after_removal: ready\n");
+	std::fflush(stdout);
+	char c;
+	if (std::fread(&c, 1, 1, stdin) != 1)
+		fail("no word from the script");
+	static u8 buf[64];
+	ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf), 0, 0};
+	ibv_send_wr wr{}, *bad = nullptr;
+	wr.opcode = IBV_WR_SEND;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	const int send = ibv_post_send(l.qp, &wr, &bad);
+	ibv_recv_wr rwr{}, *rbad = nullptr;
+	rwr.sg_list = &sge;
+	rwr.num_sge = 1;
+	const int recv = ibv_post_recv(l.qp, &rwr, &rbad);
+	pass(strf("after the device went away: ibv_post_send %s, ibv_post_recv %s",
+		  send ? std::strerror(send) : "0", recv ? std::strerror(recv) : "0"));
+	return 0;
+}
+
 // ---------------------------------------------------------------------------
 // qp_reuse: a raw peer and a QP that connects to it twice
 
@@ -703,7 +734,7 @@ int main(int argc, char **argv)
 	if (argc < 2) {
 		std::fprintf(stderr, "usage: xiw_hostile_user qp_reuse|qp_steal ADDR PORT | rq_producer | "
 				     "sq_producer | cq_overflow | read_sges | query_states | accounting | "
-				     "memlock\n");
+				     "memlock | after_removal\n");
 		return 2;
 	}
 	g_tool = "xiw_hostile_user";
@@ -725,6 +756,8 @@ int main(int argc, char **argv)
 		return run_accounting();
 	if (c == "memlock")
 		return run_memlock();
+	if (c == "after_removal")
+		return run_after_removal();
 	std::fprintf(stderr, "xiw_hostile_user: unknown case %s\n", argv[1]);
 	return 2;
 }
