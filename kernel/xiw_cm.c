@@ -57,8 +57,6 @@ static uint mpa_backlog = 128;
 module_param(mpa_backlog, uint, 0644);
 MODULE_PARM_DESC(mpa_backlog, "Connections per listener still in the MPA exchange (default 128)");
 
-/* The RDMAP opcodes an RTR can have (RFC 6581 §5.2, RFC 5040 §4.3). */
-
 /* iw_cm carries at most this much private data (u8 length). */
 #define XIW_CM_MAX_ULP_PD 255
 /* Addresses a wildcard listener covers, per device. */

@@ -787,20 +787,17 @@ static bool xiw_rx_begin_single(struct xiw_qp *qp)
 	return true;
 }
 
-/* Requests are executed once delivered: xiw_rx_end_request(). */
-static bool xiw_rx_begin_request(struct xiw_qp *qp)
-	__must_hold(&qp->lock)
-{
-	return xiw_rx_begin_single(qp);
-}
-
 static bool xiw_rx_begin_response_fpdu(struct xiw_qp *qp)
 	__must_hold(&qp->lock)
 {
 	return xiw_rx_begin_single(qp) && xiw_rx_begin_response(qp);
 }
 
-/* Read V2 (draft-wood §6): not implemented. */
+/*
+ * A Read V2 Request (draft-wood §6): xiw takes draft-wood's Send with
+ * Immediate Data, not its Read V2, so the request ends the stream with a
+ * Terminate, as an opcode it does not support.
+ */
 static bool xiw_rx_begin_unsupported(struct xiw_qp *qp)
 	__must_hold(&qp->lock)
 {
@@ -1070,7 +1067,8 @@ static void xiw_rx_end_terminate(struct xiw_qp *qp, bool last)
  * Every message of RV 1 is valid with RV 2 too (draft-wood §4.1).
  */
 #define XIW_RX_SEND { xiw_rx_begin_send, xiw_rx_end_send_fpdu }
-#define XIW_RX_REQUEST(exec) { xiw_rx_begin_request, xiw_rx_end_request, exec }
+/* Requests are executed once delivered: xiw_rx_end_request(). */
+#define XIW_RX_REQUEST(exec) { xiw_rx_begin_single, xiw_rx_end_request, exec }
 #define XIW_RX_RESPONSE { xiw_rx_begin_response_fpdu, xiw_rx_end_response }
 static const struct xiw_rx_handler xiw_rx_rv1[32] = {
 	[XIW_OP_WRITE] = { xiw_rx_begin_write, xiw_rx_end_write },

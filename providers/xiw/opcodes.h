@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
-#include <utility>
 
 #include <endian.h>
 
@@ -43,33 +42,42 @@ inline constexpr std::array<int, XIW_WR_NUM_OPCODES> dv_wr_opcodes{
 #undef XIW_DV_WR_OF
 #pragma GCC diagnostic pop
 
+// A column inverted: the work-request opcode of each verbs value (-1:
+// none), so that a post indexes instead of searching.  Every verbs value
+// is below 32 (a larger one fails to compile here).
+using wr_opcode_index = std::array<int, 32>;
+constexpr wr_opcode_index invert(const std::array<int, XIW_WR_NUM_OPCODES> &column) noexcept
+{
+	wr_opcode_index wr_of{};
+	wr_of.fill(-1);
+	for (std::size_t wr = 0; wr < column.size(); wr++)
+		if (column[wr] != XIW_NO_VERB)
+			wr_of[static_cast<std::size_t>(column[wr])] = static_cast<int>(wr);
+	return wr_of;
+}
+inline constexpr wr_opcode_index wr_of_ibv = invert(ibv_wr_opcodes);
+inline constexpr wr_opcode_index wr_of_dv = invert(dv_wr_opcodes);
+
 // The SQE opcode that libibverbs opcode (or xiwdv extension opcode) OP
 // posts, or nothing if xiw cannot carry it (the caller must then reject the
 // work request, never drop it).
 template <class Verb>
-constexpr std::optional<xiw_wr_opcode> wr_opcode_in(const std::array<int, XIW_WR_NUM_OPCODES> &column,
-						    Verb op) noexcept
+constexpr std::optional<xiw_wr_opcode> wr_opcode_in(const wr_opcode_index &wr_of, Verb op) noexcept
 {
-	for (std::size_t wr = 0; wr < column.size(); wr++)
-		if (column[wr] != XIW_NO_VERB && column[wr] == static_cast<int>(op))
-			return static_cast<xiw_wr_opcode>(wr);
-	return std::nullopt;
+	const auto v = static_cast<unsigned int>(op);
+	if (v >= wr_of.size() || wr_of[v] < 0)
+		return std::nullopt;
+	return static_cast<xiw_wr_opcode>(wr_of[v]);
 }
 
 constexpr std::optional<xiw_wr_opcode> to_wr_opcode(ibv_wr_opcode op) noexcept
 {
-	return wr_opcode_in(ibv_wr_opcodes, op);
+	return wr_opcode_in(wr_of_ibv, op);
 }
 
 constexpr std::optional<xiw_wr_opcode> to_wr_opcode(xiwdv_wr_ext_opcode op) noexcept
 {
-	return wr_opcode_in(dv_wr_opcodes, op);
-}
-
-// Whether work-request opcode OP has all of FLAGS (XIW_WRF_*).
-inline bool wr_is(xiw_wr_opcode op, unsigned int flags) noexcept
-{
-	return xiw_wr_is(op, flags);
+	return wr_opcode_in(wr_of_dv, op);
 }
 
 // Operands of an atomic in the SQE (see xiw_sqe): the verbs atomics are the
@@ -105,20 +113,24 @@ inline std::uint64_t imm64_of(__be32 imm_data) noexcept
 
 // The libibverbs names of completion opcodes and statuses (xiw/wr_opcodes.h);
 // the extensions' are the driver-private IBV_WC_DRIVERn values of xiwdv.h.
-constexpr std::optional<ibv_wc_opcode> to_wc_opcode(std::uint8_t op) noexcept
-{
+// Indexed by the CQE's opcode: every CQE polled looks its name up.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wold-style-cast"
-	constexpr std::pair<int, int> names[] = {
-#define XIW_IBV_WC_OF(wc, ibv, ib) {wc, static_cast<int>(ibv)},
-		XIW_WC_OPCODES(XIW_IBV_WC_OF)
+inline constexpr auto ibv_wc_of = [] {
+	std::array<int, XIW_WC_RECV_RDMA_WITH_IMM + 1> names{};
+	names.fill(XIW_NO_VERB);
+#define XIW_IBV_WC_OF(wc, ibv, ib) names[wc] = static_cast<int>(ibv);
+	XIW_WC_OPCODES(XIW_IBV_WC_OF)
 #undef XIW_IBV_WC_OF
-	};
+	return names;
+}();
 #pragma GCC diagnostic pop
-	for (const auto &[wc, ibv] : names)
-		if (wc == op && ibv != XIW_NO_VERB)
-			return static_cast<ibv_wc_opcode>(ibv);
-	return std::nullopt;
+
+constexpr std::optional<ibv_wc_opcode> to_wc_opcode(std::uint8_t op) noexcept
+{
+	if (op >= ibv_wc_of.size() || ibv_wc_of[op] == XIW_NO_VERB)
+		return std::nullopt;
+	return static_cast<ibv_wc_opcode>(ibv_wc_of[op]);
 }
 
 inline constexpr std::array<ibv_wc_status, XIW_WC_GENERAL_ERR + 1> wc_status_table{

@@ -199,14 +199,14 @@ int fill_sqe(const qp &q, const ibv_send_wr &wr, xiw_sqe &sqe) noexcept
 	if (int err = sqe_begin_verbs(sqe, wr))
 		return err;
 	const auto op = static_cast<xiw_wr_opcode>(sqe.opcode);
-	if (wr_is(op, XIW_WRF_EXT) && !extensions_negotiated(q))
+	if (xiw_wr_is(op, XIW_WRF_EXT) && !extensions_negotiated(q))
 		return EOPNOTSUPP;
 
 	const std::span<const ibv_sge> sges(wr.sg_list,
 					    static_cast<std::size_t>(wr.num_sge));
 	if (int err = check_sges(op, sges))
 		return err;
-	if (wr.send_flags & IBV_SEND_INLINE && wr_is(op, XIW_WRF_INLINE))
+	if (wr.send_flags & IBV_SEND_INLINE && xiw_wr_is(op, XIW_WRF_INLINE))
 		return sqe_set_inline(
 			sqe, sges,
 			[](const ibv_sge &sge) {
@@ -242,7 +242,7 @@ xiw_sqe *batch_next(ibv_qp_ex *qpx, xiw_wr_opcode op) noexcept
 	q.batch_sqe = nullptr;
 	if (q.batch_err)
 		return nullptr;
-	if (wr_is(op, XIW_WRF_EXT) && !extensions_negotiated(q))
+	if (xiw_wr_is(op, XIW_WRF_EXT) && !extensions_negotiated(q))
 		q.batch_err = EOPNOTSUPP;
 	else if (q.batch_producer - q.sq.load_consumer() >= q.sq.capacity())
 		q.batch_err = ENOMEM;

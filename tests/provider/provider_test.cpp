@@ -104,13 +104,13 @@ TEST(WrOpcode, ExtensionsNeedNegotiation)
 {
 	for (auto op : {XIW_WR_SEND, XIW_WR_SEND_WITH_INV, XIW_WR_RDMA_WRITE,
 			XIW_WR_RDMA_READ})
-		EXPECT_FALSE(xiw::wr_is(op, XIW_WRF_EXT));
+		EXPECT_FALSE(xiw_wr_is(op, XIW_WRF_EXT));
 	for (auto op : {XIW_WR_SEND_WITH_IMM, XIW_WR_RDMA_WRITE_WITH_IMM,
 			XIW_WR_ATOMIC_FETCH_ADD, XIW_WR_ATOMIC_CMP_SWAP,
 			XIW_WR_MASKED_FETCH_ADD, XIW_WR_MASKED_CMP_SWAP,
 			XIW_WR_IMMEDIATE_DATA, XIW_WR_FLUSH, XIW_WR_ATOMIC_WRITE,
 			XIW_WR_VERIFY})
-		EXPECT_TRUE(xiw::wr_is(op, XIW_WRF_EXT));
+		EXPECT_TRUE(xiw_wr_is(op, XIW_WRF_EXT));
 }
 
 // rdma-core >= 45's numbers for Flush, the xiwdv names for them on 44.
@@ -124,8 +124,8 @@ TEST(WrOpcode, PlacementExtensions)
 	EXPECT_FALSE(xiw::to_wr_opcode(static_cast<xiwdv_wr_ext_opcode>(99)).has_value());
 	for (auto op : {XIW_WR_FLUSH, XIW_WR_VERIFY,
 			XIW_WR_ATOMIC_WRITE, XIW_WR_RDMA_READ})
-		EXPECT_TRUE(xiw::wr_is(op, XIW_WRF_REQUEST));
-	EXPECT_FALSE(xiw::wr_is(XIW_WR_RDMA_WRITE_WITH_IMM, XIW_WRF_REQUEST));
+		EXPECT_TRUE(xiw_wr_is(op, XIW_WRF_REQUEST));
+	EXPECT_FALSE(xiw_wr_is(XIW_WR_RDMA_WRITE_WITH_IMM, XIW_WRF_REQUEST));
 
 	xiw_cqe cqe{};
 	ibv_wc wc;
