@@ -11,6 +11,7 @@
  * fails, and the last reference frees the MR.
  */
 #include <linux/atomic.h>
+#include <linux/crc32.h>
 #include <linux/crc32c.h>
 #include <linux/file.h>
 #include <linux/fs.h>
@@ -429,7 +430,6 @@ int xiw_mr_hash(struct xiw_mr *mr, u64 addr, u32 len, u8 *out)
 struct xiw_skb_source {
 	const struct sk_buff *skb;
 	int offset;
-	u32 *crc;
 };
 
 static int xiw_piece_copy_from_skb(void *kaddr, size_t n, void *arg)
@@ -439,22 +439,44 @@ static int xiw_piece_copy_from_skb(void *kaddr, size_t n, void *arg)
 
 	if (err)
 		return err;
-	if (src->crc)
-		*src->crc = crc32c(*src->crc, kaddr, n);
 	src->offset += n;
 	return 0;
 }
 
+/* CRC32c (raw, as crc32c()) over an skb's octets, frag by frag. */
+static __wsum xiw_crc32c_update(const void *buf, int len, __wsum crc)
+{
+	return (__force __wsum)crc32c((__force u32)crc, buf, len);
+}
+
+static __wsum xiw_crc32c_combine(__wsum crc, __wsum crc2, int offset, int len)
+{
+	return (__force __wsum)__crc32c_le_combine((__force u32)crc,
+						   (__force u32)crc2, len);
+}
+
+static const struct skb_checksum_ops xiw_crc32c_ops = {
+	.update = xiw_crc32c_update,
+	.combine = xiw_crc32c_combine,
+};
+
 /*
  * Places @len bytes of @skb from @offset into @mr at @addr, extending the
- * running CRC32c when @crc is given.
+ * running CRC32c when @crc is given.  The CRC covers the octets received,
+ * not the memory they were copied to: that may change under the copy (its
+ * owner, another QP placing there), which is the consumer's race, not an
+ * MPA CRC error.
  */
 int xiw_mr_copy_from_skb(struct xiw_mr *mr, u64 addr,
 			 const struct sk_buff *skb, int offset, size_t len,
 			 u32 *crc)
 {
-	struct xiw_skb_source src = { .skb = skb, .offset = offset, .crc = crc };
+	struct xiw_skb_source src = { .skb = skb, .offset = offset };
 
+	if (crc)
+		*crc = (__force u32)__skb_checksum(skb, offset, len,
+						   (__force __wsum)*crc,
+						   &xiw_crc32c_ops);
 	return xiw_mr_walk(mr, addr, len, xiw_piece_copy_from_skb, &src);
 }
 

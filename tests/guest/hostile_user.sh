@@ -7,7 +7,8 @@
 # by 60 completions, a Read with more SGEs than max_sge_rd, a QP reused after Error and Reset while its last
 # stream had a Read Response half received, another process's QP named
 # in rdma_connect, kernel memory charged to the memory cgroup and queues
-# to RLIMIT_MEMLOCK, posting after the device went away.  Each case is a regression
+# to RLIMIT_MEMLOCK, posting after the device went away, Writes into a
+# region its owner rewrites meanwhile.  Each case is a regression
 # test of the hostile-users review; the harness adds the kernel log (a
 # soft lockup or an oops fail the run).
 set -euo pipefail
@@ -31,6 +32,7 @@ timeout 60 setpriv --bounding-set -ipc_lock --inh-caps -ipc_lock \
 	sh -c 'ulimit -l 256 && exec "$0" memlock' "$bin" || failed="$failed memlock"
 timeout 120 "$bin" qp_reuse "${XIW_ADDR_A:?}" 7850 || failed="$failed qp_reuse"
 timeout 60 "$bin" qp_steal "$XIW_ADDR_A" 7851 || failed="$failed qp_steal"
+timeout 120 "$bin" scribbled_sink "$XIW_ADDR_A" 7852 || failed="$failed scribbled_sink"
 # The device goes away under a process with a QP: posting then fails
 # with an errno (regression: a segfault in libibverbs, the doorbell's NULL
 # bad_wr written to).  The link comes back for the harness.

@@ -53,6 +53,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -388,6 +389,96 @@ int run_after_removal()
 	const int recv = ibv_post_recv(l.qp, &rwr, &rbad);
 	pass(strf("after the device went away: ibv_post_send %s, ibv_post_recv %s",
 		  send ? std::strerror(send) : "0", recv ? std::strerror(recv) : "0"));
+	return 0;
+}
+
+// scribbled_sink: RDMA Writes land in a region whose owner keeps rewriting
+// it - a race the verbs allow (the contents are then undefined, not the
+// connection).  The MPA CRC must cover the octets that arrived, not the
+// memory after they were copied.  (Regression: the receiver computed it
+// over the destination, so a concurrent writer turned a good FPDU into
+// Terminate LLP/MPA/CRC and the connection failed.)
+int run_scribbled_sink(const char *addr, const char *port)
+{
+	constexpr std::size_t len = 256 * 1024;
+	constexpr int writes = 200;
+	static u8 src[len], sink[len];
+	device d;
+	rdma_event_channel *lch = rdma_create_event_channel();
+	rdma_cm_id *listen_id = nullptr, *conn_b = nullptr;
+	if (!lch || rdma_create_id(lch, &listen_id, nullptr, RDMA_PS_TCP))
+		xiw_test::die("rdma_create_id");
+	rdma_addrinfo *res = xiw_test::resolve(addr, port, true);
+	if (rdma_bind_addr(listen_id, res->ai_src_addr) || rdma_listen(listen_id, 1))
+		xiw_test::die("rdma_bind_addr/rdma_listen");
+	rdma_freeaddrinfo(res);
+	ibv_cq *cq_a = ibv_create_cq(d.ctx, 64, nullptr, nullptr, 0);
+	ibv_cq *cq_b = ibv_create_cq(d.ctx, 64, nullptr, nullptr, 0);
+	ibv_mr *mr_a = ibv_reg_mr(d.pd, src, len, IBV_ACCESS_LOCAL_WRITE);
+	ibv_mr *mr_b = ibv_reg_mr(d.pd, sink, len,
+				  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	ibv_qp_init_attr qa = xiw_test::rc_qp_attr(16, 1);
+	qa.send_cq = qa.recv_cq = cq_a;
+	ibv_qp *a = cq_a ? ibv_create_qp(d.pd, &qa) : nullptr;
+	qa.send_cq = qa.recv_cq = cq_b;
+	ibv_qp *b = cq_b ? ibv_create_qp(d.pd, &qa) : nullptr;
+	if (!mr_a || !mr_b || !a || !b || !to_state(a, IBV_QPS_INIT) || !to_state(b, IBV_QPS_INIT))
+		xiw_test::die("objects");
+	rdma_conn_param pa = xiw_test::conn_param(), pb = xiw_test::conn_param();
+	pa.qp_num = a->qp_num;
+	pb.qp_num = b->qp_num;
+	int ok = 0;
+	ibv_wc wc{};
+	{
+		cm_client c(addr, port);
+		if (rdma_connect(c.id, &pa))
+			xiw_test::die("rdma_connect");
+		rdma_cm_event *ev = nullptr;
+		if (rdma_get_cm_event(lch, &ev) || ev->event != RDMA_CM_EVENT_CONNECT_REQUEST)
+			fail("no connect request");
+		conn_b = ev->id;
+		rdma_ack_cm_event(ev);
+		if (rdma_accept(conn_b, &pb))
+			xiw_test::die("rdma_accept");
+		c.expect(RDMA_CM_EVENT_ESTABLISHED);
+
+		std::atomic<bool> stop{false};
+		std::thread owner([&] {
+			for (u8 v = 0; !stop.load(std::memory_order_relaxed); v++)
+				std::memset(sink, v, sizeof(sink));
+		});
+		for (int i = 0; i < writes; i++) {
+			ibv_sge sge{reinterpret_cast<std::uintptr_t>(src), len, mr_a->lkey};
+			ibv_send_wr wr{}, *bad = nullptr;
+			wr.opcode = IBV_WR_RDMA_WRITE;
+			wr.sg_list = &sge;
+			wr.num_sge = 1;
+			wr.send_flags = IBV_SEND_SIGNALED;
+			wr.wr.rdma.remote_addr = reinterpret_cast<std::uintptr_t>(sink);
+			wr.wr.rdma.rkey = mr_b->rkey;
+			if (ibv_post_send(a, &wr, &bad))
+				xiw_test::die("ibv_post_send");
+			if (!xiw_test::poll_one(cq_a, wc, 20000) || wc.status != IBV_WC_SUCCESS)
+				break;
+			ok++;
+		}
+		stop = true;
+		owner.join();
+		rdma_disconnect(c.id);
+	}
+	rdma_destroy_id(conn_b);
+	rdma_destroy_id(listen_id);
+	rdma_destroy_event_channel(lch);
+	ibv_destroy_qp(a);
+	ibv_destroy_qp(b);
+	ibv_dereg_mr(mr_a);
+	ibv_dereg_mr(mr_b);
+	ibv_destroy_cq(cq_a);
+	ibv_destroy_cq(cq_b);
+	if (ok < writes)
+		fail("Write %d of %d ended with %s while the sink's owner wrote to it", ok + 1,
+		     writes, ibv_wc_status_str(wc.status));
+	pass(strf("%d Writes of %zu octets into a region its owner kept rewriting", writes, len));
 	return 0;
 }
 
@@ -732,7 +823,7 @@ int run_qp_steal(const char *addr, const char *port)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		std::fprintf(stderr, "usage: xiw_hostile_user qp_reuse|qp_steal ADDR PORT | rq_producer | "
+		std::fprintf(stderr, "usage: xiw_hostile_user qp_reuse|qp_steal|scribbled_sink ADDR PORT | rq_producer | "
 				     "sq_producer | cq_overflow | read_sges | query_states | accounting | "
 				     "memlock | after_removal\n");
 		return 2;
@@ -744,6 +835,8 @@ int main(int argc, char **argv)
 		return run_qp_reuse(argv[2], argv[3]);
 	if (c == "qp_steal" && argc == 4)
 		return run_qp_steal(argv[2], argv[3]);
+	if (c == "scribbled_sink" && argc == 4)
+		return run_scribbled_sink(argv[2], argv[3]);
 	if (c == "rq_producer" || c == "sq_producer")
 		return run_bad_producer(c == "sq_producer");
 	if (c == "cq_overflow")
