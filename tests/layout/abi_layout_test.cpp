@@ -81,12 +81,13 @@ static_assert(sizeof(rc::verbs_mr) == 56);
 static_assert(offsetof(rc::verbs_mr, mr_type) == 48);
 static_assert(offsetof(rc::verbs_mr, access) == 52);
 static_assert(sizeof(ibv_qp) == 160);
-static_assert(sizeof(ibv_qp_ex) == 352);
-static_assert(sizeof(rc::verbs_qp) == 368);
+// ibv_qp_ex as the verbs.h built against has it (wr_flush since 45).
+static_assert(sizeof(ibv_qp_ex) == 352 + XIW_RC_QP_EX_GROWTH);
+static_assert(sizeof(rc::verbs_qp) == 368 + XIW_RC_QP_EX_GROWTH);
 static_assert(offsetof(rc::verbs_qp, qp) == 0);
 static_assert(offsetof(rc::verbs_qp, qp_ex) == 0);
-static_assert(offsetof(rc::verbs_qp, comp_mask) == 352);
-static_assert(offsetof(rc::verbs_qp, xrcd) == 360);
+static_assert(offsetof(rc::verbs_qp, comp_mask) == 352 + XIW_RC_QP_EX_GROWTH);
+static_assert(offsetof(rc::verbs_qp, xrcd) == 360 + XIW_RC_QP_EX_GROWTH);
 static_assert(sizeof(ibv_cq) == 128);
 static_assert(sizeof(ibv_cq_ex) == 288);
 static_assert(sizeof(rc::verbs_cq) == 288);
