@@ -598,4 +598,7 @@ int xiw_reject(struct iw_cm_id *id, const void *pdata, u8 pdata_len);
 int xiw_create_listen(struct iw_cm_id *id, int backlog);
 int xiw_destroy_listen(struct iw_cm_id *id);
 
+/* Last: it adapts what is declared above to the kernel at hand. */
+#include "xiw_compat.h"
+
 #endif /* XIW_H */

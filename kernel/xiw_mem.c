@@ -600,6 +600,8 @@ struct ib_mr *xiw_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 		if (err)
 			return ERR_PTR(err);
 	}
+	/* Where the kernel passes them, the Flush rights come as access flags. */
+	req.ext_access |= xiw_compat_flush_access(access);
 	err = xiw_mr_check_ext_access(&req);
 	if (err)
 		return ERR_PTR(err);

@@ -75,12 +75,10 @@ int xiw_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
 	/*
 	 * Fast registration and (local, remote) invalidation; Flush and
-	 * Atomic Write by the bits Linux 6.2 gave them (xiw-abi.h).
+	 * Atomic Write by the bits Linux 6.2 gave them.
 	 */
 	attr->device_cap_flags = IB_DEVICE_MEM_MGT_EXTENSIONS |
-				 XIW_UVERBS_DEVICE_FLUSH_GLOBAL |
-				 XIW_UVERBS_DEVICE_FLUSH_PERSISTENT |
-				 XIW_UVERBS_DEVICE_ATOMIC_WRITE;
+				 XIW_COMPAT_DEVICE_CAP_COMMIT;
 	return 0;
 }
 
@@ -144,7 +142,7 @@ void xiw_get_dev_fw_str(struct ib_device *ibdev, char *str)
 
 int xiw_alloc_ucontext(struct ib_ucontext *ibucontext, struct ib_udata *udata)
 {
-	struct xiw_uresp_alloc_ctx resp = {};
+	struct xiw_uresp_alloc_ctx resp = { .flags = XIW_COMPAT_CTX_FLAGS };
 
 	if (udata->outlen < sizeof(resp))
 		return -EINVAL;

@@ -98,23 +98,26 @@ int dealloc_pd(ibv_pd *pd) noexcept
 
 // ---- memory regions ------------------------------------------------------
 
-// Moves the xiw rights of xiwdv.h out of the verbs access flags, which the
-// 6.1 uverbs core would refuse, into the udata.  0 or an errno.
-int take_ext_access(int &access, xiw_ureq_reg_mr &req) noexcept
+// Moves the xiw rights of xiwdv.h that the uverbs core would refuse out
+// of the verbs access flags into the udata: the Verify rights, and the
+// Flush rights unless the kernel takes those itself (Linux 6.2 and
+// later).  0 or an errno.
+int take_ext_access(int &access, xiw_ureq_reg_mr &req, bool native_flush) noexcept
 {
 	constexpr int verify = XIWDV_ACCESS_VERIFY_CRC32C | XIWDV_ACCESS_VERIFY_SHA256;
+	constexpr int flush = XIWDV_ACCESS_FLUSH_GLOBAL | XIWDV_ACCESS_FLUSH_PERSISTENT;
 	if ((access & verify) == verify)
 		return EINVAL; // one hash algorithm per region
-	if (access & XIWDV_ACCESS_FLUSH_GLOBAL)
+	if (!native_flush && (access & XIWDV_ACCESS_FLUSH_GLOBAL))
 		req.ext_access |= XIW_ACCESS_FLUSH_GLOBAL;
-	if (access & XIWDV_ACCESS_FLUSH_PERSISTENT)
+	if (!native_flush && (access & XIWDV_ACCESS_FLUSH_PERSISTENT))
 		req.ext_access |= XIW_ACCESS_FLUSH_PERSISTENT;
 	if (access & verify) {
 		req.ext_access |= XIW_ACCESS_VERIFY;
 		req.verify_hash = access & XIWDV_ACCESS_VERIFY_CRC32C ? XIW_VERIFY_CRC32C
 								      : XIW_VERIFY_SHA256;
 	}
-	access &= ~(verify | XIWDV_ACCESS_FLUSH_GLOBAL | XIWDV_ACCESS_FLUSH_PERSISTENT);
+	access &= ~(verify | (native_flush ? 0 : flush));
 	return 0;
 }
 
@@ -122,7 +125,8 @@ ibv_mr *reg_mr(ibv_pd *pd, void *addr, std::size_t length,
 	       std::uint64_t hca_va, int access) noexcept
 {
 	rc::reg_mr_cmd<xiw_ureq_reg_mr> cmd{};
-	if (int err = take_ext_access(access, cmd.udata))
+	if (int err = take_ext_access(access, cmd.udata,
+				      from_ibv(pd->context)->native_flush_access))
 		return fail_with(err);
 	owned<mr> m = make<mr>();
 	if (!m)
@@ -194,6 +198,7 @@ verbs_context *alloc_context(ibv_device *ibdev, int cmd_fd, void *) noexcept
 		std::free(ctx);
 		return fail_with(err);
 	}
+	ctx->native_flush_access = resp.udata.flags & XIW_CTX_NATIVE_FLUSH_ACCESS;
 	rc::verbs_set_ops(&ctx->vctx, &context_ops);
 	return &ctx->vctx;
 }

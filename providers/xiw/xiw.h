@@ -86,6 +86,9 @@ struct device {
 // and released with free(): must stay trivial.
 struct context {
 	verbs_context vctx;
+	// The kernel takes the Flush rights as verbs access flags
+	// (XIW_CTX_NATIVE_FLUSH_ACCESS): they need not travel in the udata.
+	bool native_flush_access;
 };
 static_assert(std::is_trivially_destructible_v<context>);
 static_assert(std::is_standard_layout_v<context>);

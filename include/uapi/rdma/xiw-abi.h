@@ -204,7 +204,18 @@ struct xiw_ring_ctrl {
  * providers and modules of different versions agree on the layout.
  */
 struct xiw_uresp_alloc_ctx {
-	__u32 reserved[2];
+	__u32 flags;		/* XIW_CTX_* */
+	__u32 reserved;
+};
+
+enum {
+	/*
+	 * The kernel's uverbs takes IB_UVERBS_ACCESS_FLUSH_GLOBAL/PERSISTENT
+	 * in a registration's access flags (Linux 6.2 and later) and the
+	 * module reads them there; without it the provider carries them in
+	 * xiw_ureq_reg_mr.ext_access, past a uverbs that would refuse them.
+	 */
+	XIW_CTX_NATIVE_FLUSH_ACCESS = 1 << 0,
 };
 
 struct xiw_uresp_create_cq {
