@@ -15,6 +15,7 @@
 
 #include <cinttypes>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -251,6 +252,56 @@ struct cm_client {
 		if (got != want)
 			fail("rdma_cm event %s, expected %s", rdma_event_str(got),
 			     rdma_event_str(want));
+	}
+};
+
+// Two QPs of this host connected to each other: a listener on ADDR:PORT,
+// then connect() joins QP A (the active side) to QP B (accepted).  Ends
+// the connection and the listener when destroyed, before the QPs go.
+struct loop_connection {
+	rdma_event_channel *lch = rdma_create_event_channel();
+	rdma_cm_id *listen_id = nullptr, *conn_b = nullptr;
+	std::unique_ptr<cm_client> conn_a;
+	const char *addr, *port;
+
+	loop_connection(const char *a, const char *p) : addr(a), port(p)
+	{
+		if (!lch || rdma_create_id(lch, &listen_id, nullptr, RDMA_PS_TCP))
+			xiw_test::die("rdma_create_id (listener)");
+		rdma_addrinfo *res = xiw_test::resolve(addr, port, true);
+		if (rdma_bind_addr(listen_id, res->ai_src_addr) || rdma_listen(listen_id, 4))
+			xiw_test::die("rdma_bind_addr/rdma_listen");
+		rdma_freeaddrinfo(res);
+	}
+	~loop_connection()
+	{
+		if (conn_a)
+			rdma_disconnect(conn_a->id);
+		conn_a.reset();
+		if (conn_b)
+			rdma_destroy_id(conn_b);
+		rdma_destroy_id(listen_id);
+		rdma_destroy_event_channel(lch);
+	}
+	void connect(ibv_qp *a, ibv_qp *b)
+	{
+		conn_a = std::make_unique<cm_client>(addr, port);
+		rdma_conn_param pa = xiw_test::conn_param(), pb = xiw_test::conn_param();
+		pa.qp_num = a->qp_num;
+		if (rdma_connect(conn_a->id, &pa))
+			xiw_test::die("rdma_connect");
+		rdma_cm_event *ev = nullptr;
+		if (rdma_get_cm_event(lch, &ev) || ev->event != RDMA_CM_EVENT_CONNECT_REQUEST)
+			fail("no connect request");
+		conn_b = ev->id;
+		rdma_ack_cm_event(ev);
+		pb.qp_num = b->qp_num;
+		if (rdma_accept(conn_b, &pb))
+			xiw_test::die("rdma_accept");
+		conn_a->expect(RDMA_CM_EVENT_ESTABLISHED);
+		if (rdma_get_cm_event(lch, &ev) || ev->event != RDMA_CM_EVENT_ESTABLISHED)
+			fail("the passive side was not established");
+		rdma_ack_cm_event(ev);
 	}
 };
 

@@ -404,14 +404,6 @@ int run_scribbled_sink(const char *addr, const char *port)
 	constexpr int writes = 200;
 	static u8 src[len], sink[len];
 	device d;
-	rdma_event_channel *lch = rdma_create_event_channel();
-	rdma_cm_id *listen_id = nullptr, *conn_b = nullptr;
-	if (!lch || rdma_create_id(lch, &listen_id, nullptr, RDMA_PS_TCP))
-		xiw_test::die("rdma_create_id");
-	rdma_addrinfo *res = xiw_test::resolve(addr, port, true);
-	if (rdma_bind_addr(listen_id, res->ai_src_addr) || rdma_listen(listen_id, 1))
-		xiw_test::die("rdma_bind_addr/rdma_listen");
-	rdma_freeaddrinfo(res);
 	ibv_cq *cq_a = ibv_create_cq(d.ctx, 64, nullptr, nullptr, 0);
 	ibv_cq *cq_b = ibv_create_cq(d.ctx, 64, nullptr, nullptr, 0);
 	ibv_mr *mr_a = ibv_reg_mr(d.pd, src, len, IBV_ACCESS_LOCAL_WRITE);
@@ -424,24 +416,11 @@ int run_scribbled_sink(const char *addr, const char *port)
 	ibv_qp *b = cq_b ? ibv_create_qp(d.pd, &qa) : nullptr;
 	if (!mr_a || !mr_b || !a || !b || !to_state(a, IBV_QPS_INIT) || !to_state(b, IBV_QPS_INIT))
 		xiw_test::die("objects");
-	rdma_conn_param pa = xiw_test::conn_param(), pb = xiw_test::conn_param();
-	pa.qp_num = a->qp_num;
-	pb.qp_num = b->qp_num;
 	int ok = 0;
 	ibv_wc wc{};
 	{
-		cm_client c(addr, port);
-		if (rdma_connect(c.id, &pa))
-			xiw_test::die("rdma_connect");
-		rdma_cm_event *ev = nullptr;
-		if (rdma_get_cm_event(lch, &ev) || ev->event != RDMA_CM_EVENT_CONNECT_REQUEST)
-			fail("no connect request");
-		conn_b = ev->id;
-		rdma_ack_cm_event(ev);
-		if (rdma_accept(conn_b, &pb))
-			xiw_test::die("rdma_accept");
-		c.expect(RDMA_CM_EVENT_ESTABLISHED);
-
+		loop_connection link(addr, port);
+		link.connect(a, b);
 		std::atomic<bool> stop{false};
 		std::thread owner([&] {
 			for (u8 v = 0; !stop.load(std::memory_order_relaxed); v++)
@@ -464,11 +443,7 @@ int run_scribbled_sink(const char *addr, const char *port)
 		}
 		stop = true;
 		owner.join();
-		rdma_disconnect(c.id);
 	}
-	rdma_destroy_id(conn_b);
-	rdma_destroy_id(listen_id);
-	rdma_destroy_event_channel(lch);
 	ibv_destroy_qp(a);
 	ibv_destroy_qp(b);
 	ibv_dereg_mr(mr_a);

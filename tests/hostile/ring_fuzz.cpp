@@ -23,6 +23,7 @@
 
 #include <atomic>
 #include <map>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -66,22 +67,14 @@ struct pair {
 	ibv_qp *a = nullptr, *b = nullptr;
 	ibv_mr *mr_a = nullptr, *mr_b = nullptr;
 	std::vector<mapping> a_rings, a_cq;
-	rdma_cm_id *listen_id = nullptr, *conn_b = nullptr;
-	rdma_event_channel *lch = nullptr;
-	std::unique_ptr<cm_client> conn_a;
+	std::optional<loop_connection> link;
 	u8 *buf_a, *buf_b;
 	u32 sq_num = 0, rq_num = 0; // the rings' sizes, as the kernel made them
 
 	pair(device &dev, const char *addr, const char *port, u8 *ba, u8 *bb)
 		: d(dev), buf_a(ba), buf_b(bb)
 	{
-		lch = rdma_create_event_channel();
-		if (!lch || rdma_create_id(lch, &listen_id, nullptr, RDMA_PS_TCP))
-			xiw_test::die("rdma_create_id (listener)");
-		rdma_addrinfo *res = xiw_test::resolve(addr, port, true);
-		if (rdma_bind_addr(listen_id, res->ai_src_addr) || rdma_listen(listen_id, 4))
-			xiw_test::die("rdma_bind_addr/rdma_listen");
-		rdma_freeaddrinfo(res);
+		link.emplace(addr, port);
 		pd_b = ibv_alloc_pd(d.ctx);
 		a_cq = new_mappings([&] { cq_a = ibv_create_cq(d.ctx, 256, nullptr, nullptr, 0); });
 		cq_b = ibv_create_cq(d.ctx, 256, nullptr, nullptr, 0);
@@ -111,32 +104,11 @@ struct pair {
 		rq_num = got.cap.max_recv_wr;
 		for (int i = 0; i < 64; i++)
 			post_b_recv(static_cast<u64>(i));
-		conn_a = std::make_unique<cm_client>(addr, port);
-		rdma_conn_param p = xiw_test::conn_param();
-		p.qp_num = a->qp_num;
-		if (rdma_connect(conn_a->id, &p))
-			xiw_test::die("rdma_connect");
-		rdma_cm_event *ev = nullptr;
-		if (rdma_get_cm_event(lch, &ev) || ev->event != RDMA_CM_EVENT_CONNECT_REQUEST)
-			fail("no connect request");
-		conn_b = ev->id;
-		rdma_ack_cm_event(ev);
-		rdma_conn_param pb = xiw_test::conn_param();
-		pb.qp_num = b->qp_num;
-		if (rdma_accept(conn_b, &pb))
-			xiw_test::die("rdma_accept");
-		conn_a->expect(RDMA_CM_EVENT_ESTABLISHED);
-		if (rdma_get_cm_event(lch, &ev) || ev->event != RDMA_CM_EVENT_ESTABLISHED)
-			fail("the passive side was not established");
-		rdma_ack_cm_event(ev);
+		link->connect(a, b);
 	}
 	~pair()
 	{
-		rdma_disconnect(conn_a->id);
-		conn_a.reset();
-		rdma_destroy_id(conn_b);
-		rdma_destroy_id(listen_id);
-		rdma_destroy_event_channel(lch);
+		link.reset();
 		ibv_destroy_qp(a);
 		ibv_destroy_qp(b);
 		ibv_dereg_mr(mr_a);
@@ -332,9 +304,18 @@ int run(const char *addr, const char *port, u64 want, int seconds, u64 seed)
 	fcntl(d.ctx->async_fd, F_SETFL, fcntl(d.ctx->async_fd, F_GETFL) | O_NONBLOCK);
 	static u8 buf_a[region_len], buf_b[region_len];
 	counters n;
-	const long long until = xiw_raw::now_ms() + seconds * 1000LL;
+	const long long start = xiw_raw::now_ms(), until = start + seconds * 1000LL;
+	long long next_report = start + 60000;
 	u64 round = 0;
 	while (n.entries < want && xiw_raw::now_ms() < until) {
+		// A long run says how far it got once a minute.
+		if (const long long now = xiw_raw::now_ms(); now >= next_report) {
+			std::printf("xiw_ring_fuzz: %lld s: %" PRIu64 " of %" PRIu64
+				    " entries in %" PRIu64 " connections\n",
+				    (now - start) / 1000, n.entries, want, n.connections);
+			std::fflush(stdout);
+			next_report = now + 60000;
+		}
 		pair p(d, addr, port, buf_a, buf_b);
 		n.connections++;
 		generator g(seed + round++, p, ck);
