@@ -108,16 +108,19 @@ int take_ext_access(int &access, xiw_ureq_reg_mr &req, bool native_flush) noexce
 	constexpr int flush = XIWDV_ACCESS_FLUSH_GLOBAL | XIWDV_ACCESS_FLUSH_PERSISTENT;
 	if ((access & verify) == verify)
 		return EINVAL; // one hash algorithm per region
-	if (!native_flush && (access & XIWDV_ACCESS_FLUSH_GLOBAL))
-		req.ext_access |= XIW_ACCESS_FLUSH_GLOBAL;
-	if (!native_flush && (access & XIWDV_ACCESS_FLUSH_PERSISTENT))
-		req.ext_access |= XIW_ACCESS_FLUSH_PERSISTENT;
+	if (!native_flush) {
+		if (access & XIWDV_ACCESS_FLUSH_GLOBAL)
+			req.ext_access |= XIW_ACCESS_FLUSH_GLOBAL;
+		if (access & XIWDV_ACCESS_FLUSH_PERSISTENT)
+			req.ext_access |= XIW_ACCESS_FLUSH_PERSISTENT;
+		access &= ~flush;
+	}
 	if (access & verify) {
 		req.ext_access |= XIW_ACCESS_VERIFY;
 		req.verify_hash = access & XIWDV_ACCESS_VERIFY_CRC32C ? XIW_VERIFY_CRC32C
 								      : XIW_VERIFY_SHA256;
 	}
-	access &= ~(verify | (native_flush ? 0 : flush));
+	access &= ~verify;
 	return 0;
 }
 

@@ -18,7 +18,8 @@
 #   build/      this tree built inside root/ (xiw_trixie_build)
 #   siw/        upstream siw.ko for that kernel, from its linux-source
 #   versions    every package and its version (dpkg-query)
-#   build.log   mmdebstrap's output
+#   mmdebstrap.log  how the root was made
+#   build.log   the last xiw_trixie_build's output
 #   done        written last; a directory without it is made again
 # A second call with the same key only prints the directory; a build for a
 # new key removes the roots of other keys.  The mirror's newest trixie is
@@ -60,7 +61,7 @@ xiw_trixie_make() {
 		--dpkgopt='path-exclude=/usr/share/man/*' \
 		--dpkgopt='path-exclude=/usr/share/locale/*' \
 		trixie "$dir/root" "deb $XIW_TRIXIE_MIRROR trixie main" \
-		>"$dir/build.log" 2>&1 || return 1
+		>"$dir/mmdebstrap.log" 2>&1 || return 1
 	rel=$(find "$dir/root/boot" -maxdepth 1 -name 'vmlinuz-*' -printf '%f\n' |
 		sed 's/^vmlinuz-//' | sort -V | tail -n1)
 	[[ -n $rel && -f $dir/root/lib/modules/$rel/modules.dep ]] || {
@@ -91,8 +92,8 @@ xiw_build_trixie_root() {
 		mkdir -p "$dir"
 		echo "xiw: making the Debian 13 root in $dir (a few minutes)" >&2
 		if ! xiw_trixie_make "$dir"; then
-			echo "xiw: making the trixie root failed; see $dir/build.log" >&2
-			tail -n 20 "$dir/build.log" >&2
+			echo "xiw: making the trixie root failed; see $dir/mmdebstrap.log" >&2
+			tail -n 20 "$dir/mmdebstrap.log" >&2
 			exec {lockfd}>&-
 			return 1
 		fi
@@ -163,9 +164,11 @@ xiw_trixie_build_locked() {
 			>"$dir/siw.tmp/uapi/rdma/siw-abi.h" || return 1
 		mv "$dir/siw.tmp" "$dir/siw"
 	fi
+	# Configured once; the build re-runs CMake itself when its inputs change.
 	{
-		xiw_trixie_chroot "$dir" "$repo" "$build" \
-			cmake -S "$repo" -B "$dir/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+		{ [[ -f $dir/build/CMakeCache.txt ]] ||
+			xiw_trixie_chroot "$dir" "$repo" "$build" \
+				cmake -S "$repo" -B "$dir/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo; } &&
 			xiw_trixie_chroot "$dir" "$repo" "$build" \
 				cmake --build "$dir/build" -j "$(nproc)" &&
 			xiw_trixie_chroot "$dir" "$repo" "$build" \
