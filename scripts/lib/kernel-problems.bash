@@ -18,10 +18,23 @@ XIW_KERNEL_PROBLEMS_DEBUG='BUG [^ ]+ \((Not tainted|Tainted: [^)]*)\): |hard LOC
 
 # xiw_kernel_problems [EXTRA_ERE]: the problem lines of the kernel log on
 # stdin, once each; EXTRA_ERE adds patterns (e.g. XIW_KERNEL_PROBLEMS_DEBUG).
-# The stack an OOM kill prints ("... invoked oom-killer" to "</TASK>") is
-# the kernel enforcing a memory limit (the soak's memory cgroup phase), not
-# a problem; anything else in the log still is.
+# Two stacks are the kernel doing its job, not problems: the one an OOM
+# kill prints ("... invoked oom-killer" to "</TASK>": the soak's memory
+# cgroup phase), and, between the lines "$XIW_FAULTS_ON" and
+# "$XIW_FAULTS_OFF" that a test writes to /dev/kmsg around fault
+# injection (the soak's fault phase), an allocation failure's report
+# ("page allocation failure:" or "vmalloc error:" to "</TASK>"): there the
+# failures are wanted, what matters is how the caller copes.  Anything else
+# in the log still is a problem.
+XIW_FAULTS_ON='xiw-test: fault injection on'
+XIW_FAULTS_OFF='xiw-test: fault injection off'
 xiw_kernel_problems() {
-	awk '/invoked oom-killer:/ { oom = 1 } !oom { print } oom && /<\/TASK>/ { oom = 0 }' |
+	awk -v on="$XIW_FAULTS_ON" -v off="$XIW_FAULTS_OFF" '
+		index($0, on) { faults = 1 }
+		index($0, off) { faults = 0 }
+		/invoked oom-killer:/ { skip = 1 }
+		faults && /(page allocation failure|vmalloc error): / { skip = 1 }
+		!skip { print }
+		skip && /<\/TASK>/ { skip = 0 }' |
 		grep -E "$XIW_KERNEL_PROBLEMS${1:+|$1}" | grep -vE "$XIW_USER_FAULTS" | sort -u || true
 }

@@ -13,10 +13,17 @@
 // on the first failed cycle, or with "tolerate" (the soak's link, kill
 // and fault phases) counts failed cycles and fails only if a call hangs
 // past its bound or no cycle succeeded.  Prints "cycles: N ok, M failed".
+// With XIW_CHURN_FAULTS=1 in the environment (the soak's fault phase) the
+// kernel's fault injection applies to the server's and the client's own
+// verbs calls once they are set up; see arm_faults().
 
 #include "../hostile/hostile_lib.h"
 
+#include <sys/mman.h>
+
 #include <atomic>
+#include <csignal>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -37,6 +44,43 @@ struct region_info {
 	u32 rkey;
 	u32 slot_len;
 } __attribute__((packed));
+
+// Opt the process into failslab/fail_page_alloc (task-filter) from now on.
+// Not before exec, nor before librdmacm has loaded its providers: the
+// loader's own allocations would fail.  Everything mapped is locked first
+// so that no page of a program or library is read again through the
+// guest's 9p root while allocations fail (a failed 9p read leaves files
+// of the root unreadable for every process: "Invalid argument").
+bool faults_wanted()
+{
+	const char *v = std::getenv("XIW_CHURN_FAULTS");
+	return v && std::string(v) == "1";
+}
+
+void lock_memory_for_faults()
+{
+	if (faults_wanted() && mlockall(MCL_CURRENT | MCL_FUTURE))
+		fail("mlockall: %s", std::strerror(errno));
+}
+
+// Per thread: make-it-fail belongs to a task and is inherited by threads
+// it creates afterwards only.  Disarmed again before the thread ends: the
+// last task of a process closes its files at exit, and a failed allocation
+// there (a 9p clunk) breaks the guest's root as above.
+void set_faults(bool on)
+{
+	if (!faults_wanted())
+		return;
+	std::ofstream f("/proc/thread-self/make-it-fail");
+	f << (on ? "1\n" : "0\n");
+	f.flush();
+	if (!f)
+		fail("cannot write /proc/thread-self/make-it-fail");
+}
+
+// SIGTERM (the soak's stop_server) ends the server's loop, so that it
+// leaves through set_faults(false).
+volatile std::sig_atomic_t g_terminate = 0;
 
 // ----------------------------------------------------------------- server
 
@@ -62,10 +106,13 @@ int run_server(const char *addr, const char *port, int seconds)
 		xiw_test::die("ibv_reg_mr");
 	std::printf("xiw_churn server: listening on %s:%s\n", addr, port);
 	std::fflush(stdout);
+	std::signal(SIGTERM, [](int) { g_terminate = 1; });
+	lock_memory_for_faults();
+	set_faults(true);
 	std::map<rdma_cm_id *, ibv_cq *> conns;
 	u64 accepted = 0;
 	const long long until = xiw_raw::now_ms() + seconds * 1000LL;
-	while (xiw_raw::now_ms() < until) {
+	while (xiw_raw::now_ms() < until && !g_terminate) {
 		pollfd p{ch->fd, POLLIN, 0};
 		if (poll(&p, 1, 100) <= 0)
 			continue;
@@ -112,6 +159,7 @@ int run_server(const char *addr, const char *port, int seconds)
 		ibv_destroy_cq(cq);
 		rdma_destroy_id(id);
 	}
+	set_faults(false);
 	for (auto &[id, cq] : conns) {
 		rdma_disconnect(id);
 		rdma_destroy_qp(id);
@@ -269,8 +317,14 @@ int run_client(const char *addr, const char *port, u32 slots, u64 cycles, int se
 	outcome out;
 	const long long until = xiw_raw::now_ms() + seconds * 1000LL;
 	std::vector<std::thread> threads;
+	// librdmacm loads libibverbs' providers the first time it is used: now,
+	// not under fault injection.
+	if (rdma_event_channel *ch = rdma_create_event_channel())
+		rdma_destroy_event_channel(ch);
+	lock_memory_for_faults();
 	for (u32 s = 0; s < slots; s++)
 		threads.emplace_back([&, s] {
+			set_faults(true);
 			while (!out.stop.load() && xiw_raw::now_ms() < until &&
 			       out.started.fetch_add(1) < cycles) {
 				const std::string why = cycle(addr, port, s).run();
@@ -284,6 +338,7 @@ int run_client(const char *addr, const char *port, u32 slots, u64 cycles, int se
 				if (!tolerate)
 					out.stop = true;
 			}
+			set_faults(false);
 		});
 	for (std::thread &t : threads)
 		t.join();

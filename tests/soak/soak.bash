@@ -29,6 +29,11 @@ A=${XIW_ADDR_A:?} B=${XIW_ADDR_B:?}
 factor=${XIW_TIME_FACTOR:-1}
 phases=${SOAK_PHASES:-scale churn kill link netns rmmod memcg faults}
 
+# shellcheck source=../guest/case_lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/../guest/case_lib.bash"
+# shellcheck source=../../scripts/lib/kernel-problems.bash
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib/kernel-problems.bash"
+
 say() { echo "soak: $*"; }
 die() {
 	echo "soak: FAIL: $*"
@@ -246,10 +251,6 @@ phase_memcg() {
 
 phase_faults() {
 	local d=/sys/kernel/debug f
-	if [[ ! -d $d/failslab ]]; then
-		say "faults: not run: this kernel has no fault injection (the sanitizer kernel has)"
-		return 0
-	fi
 	for f in failslab fail_page_alloc; do
 		echo Y >$d/$f/task-filter
 		echo "${SOAK_FAULT_PERCENT:-2}" >$d/$f/probability
@@ -259,16 +260,20 @@ phase_faults() {
 	done
 	echo N >$d/fail_page_alloc/ignore-gfp-wait
 	echo N >$d/failslab/ignore-gfp-wait
-	# Only these processes' allocations fail (make-it-fail), in every
-	# call they make: create, register, connect, post, destroy.
-	local fail=(sh -c 'echo 1 >/proc/self/make-it-fail && exec "$@"' sh)
-	start_server 7985 $((600 * factor)) "${fail[@]}"
-	"${fail[@]}" "$churn" client "$A" 7985 16 1000000 "${SOAK_FAULT_SECONDS:-60}" tolerate ||
-		true
+	# The harness takes allocation-failure reports between these lines
+	# for what they are (scripts/lib/kernel-problems.bash).
+	echo "$XIW_FAULTS_ON" >/dev/kmsg
+	# Only these processes' allocations fail (make-it-fail, set by
+	# xiw_churn itself once it is running), in every call they make:
+	# create, register, connect, post, destroy.
+	start_server 7985 $((600 * factor)) env XIW_CHURN_FAULTS=1
+	XIW_CHURN_FAULTS=1 "$churn" client "$A" 7985 16 1000000 \
+		"${SOAK_FAULT_SECONDS:-60}" tolerate || true
 	stop_server
 	for f in failslab fail_page_alloc; do
 		echo 0 >$d/$f/probability
 	done
+	echo "$XIW_FAULTS_OFF" >/dev/kmsg
 	say "faults: $((1000000 - $(<$d/failslab/times))) slab and" \
 		"$((1000000 - $(<$d/fail_page_alloc/times))) page allocations failed" \
 		"in the client and the server"
@@ -279,8 +284,12 @@ baseline_resources=$(resources)
 baseline_refcnt=$(</sys/module/xiw/refcnt)
 say "baseline: $baseline_resources, xiw refcnt $baseline_refcnt"
 for p in $phases; do
+	if [[ $p == faults && ! -d /sys/kernel/debug/failslab ]]; then
+		say "faults: not run: this kernel has no fault injection (the sanitizer kernel has)"
+		continue
+	fi
 	start=$SECONDS
-	say "=== $p"
+	case_begin "soak phase $p"
 	"phase_$p"
 	check "$p"
 	say "$p: $((SECONDS - start)) s"
