@@ -89,12 +89,12 @@ imm_lat() {
 
 # commit_bench REP DEV ADDR: xiw_commit_bench's rows: typical latency (us)
 # of Flush global/persistent of 4 KiB and 1 MiB, RDMA Read, Atomic Write and
-# RDMA Write of 8 B, and Verify CRC32c/SHA-256 MB/s.  The flushed memory is a
-# shared mapping of a file on scratch_fs (ext4 on a loop device in RAM).
+# RDMA Write of 8 B, and (xiw) Verify CRC32c/SHA-256 MB/s.  The flushed
+# memory is $commit_target.
 commit_bench() {
 	local out name value unit tag
 	port=$((port + 1))
-	timeout 300 "$commit_bench_bin" server "$3" "$port" /mnt/xiw-bench/commit.dat \
+	timeout 300 "$commit_bench_bin" server "$3" "$port" "$commit_target" \
 		>"$XIW_OUT/server.log" 2>&1 &
 	local server=$!
 	sleep 2
@@ -158,14 +158,24 @@ bench_device() { # REP DEV LABEL
 		imm_lat "$1" write "$2" "$addr"
 		imm_lat "$1" write_imm "$2" "$addr"
 	fi
-	# draft-talpey-rdma-commit: xiw only, once per repetition.
-	if [ "$3" = xiw0 ]; then
+	# draft-talpey-rdma-commit: xiw, and rxe where libibverbs has the
+	# verbs (rdma-core >= 45), once per repetition.
+	if [ "$3" = xiw0 ] || { [ "$3" = rxe0 ] && libibverbs_has_flush; }; then
 		commit_bench "$1" "$2" "$addr"
 	fi
 	label=
 }
 
-scratch_fs /mnt/xiw-bench
+# Flush to persistence on a shared mapping of a file on ext4 (a loop
+# device in RAM); on Linux >= 6.5, where no RDMA device may pin such a
+# mapping, on the emulated NVDIMM (perf/run --platform trixie boots with
+# --pmem).
+if [ -e /sys/firmware/acpi/tables/NFIT ]; then
+	commit_target=$(pmem_dax)
+else
+	scratch_fs /mnt/xiw-bench
+	commit_target=/mnt/xiw-bench/commit.dat
+fi
 for rep in $(seq 1 "$reps"); do
 	bench_device "$rep" xiw0 xiw0
 	# siw asks for no CRC, so siw to siw runs without: so does this row.

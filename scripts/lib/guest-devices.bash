@@ -25,6 +25,27 @@ scratch_fs() {
 	mkfs.ext4 -q -F "$img"
 	mkdir -p "$1"
 	mount -o loop "$img" "$1"
-	# shellcheck disable=SC2064 # the directory is known now
-	trap "umount '$1' 2>/dev/null || true" EXIT
+	# A test's EXIT trap is tests/guest/case_lib.bash's.
+	if declare -F case_at_exit >/dev/null; then
+		case_at_exit "umount '$1' 2>/dev/null"
+	else
+		# shellcheck disable=SC2064 # the directory is known now
+		trap "umount '$1' 2>/dev/null || true" EXIT
+	fi
+}
+
+# libibverbs_has_flush: the system's libibverbs has ibv_wr_flush() and
+# ibv_wr_atomic_write() (rdma-core >= 45: Debian 13, not 12).
+libibverbs_has_flush() {
+	dpkg --compare-versions "$(dpkg-query -W -f='${Version}' libibverbs1)" ge 45
+}
+
+# pmem_dax: the guest's emulated NVDIMM (scripts/guest --pmem) as device
+# DAX; prints its device node (/dev/dax0.0).
+pmem_dax() {
+	local dax=/dev/dax0.0
+	modprobe -a nfit dax_pmem device_dax
+	ndctl create-namespace -f -e namespace0.0 -m devdax -a 2M >/dev/null
+	[[ -c $dax ]] || { echo "FAIL: no $dax" >&2; return 1; }
+	echo "$dax"
 }

@@ -19,7 +19,7 @@ done
 cm_pair b "$A6" b 7531 cdisc
 cm_pair b "$A6" b 7532 sdisc
 
-echo "=== wildcard listen on [::]:7533, client to $A6"
+case_begin "wildcard listen on [::]:7533, client to $A6"
 "$cm_test" server :: 7533 cdisc >server.out 2>&1 &
 spid=$!
 wait_listen b 7533
@@ -31,7 +31,7 @@ grep -q "device $XIW_DEV_A" server.out ||
 	{ echo "connection not served by $XIW_DEV_A"; exit 1; }
 wait_no_conn b 7533
 
-echo "=== rping over IPv6"
+case_begin "rping over IPv6"
 ulimit -l unlimited
 rping -s -a "$A6" -C 50 -V >rping-server.out 2>&1 &
 spid=$!
@@ -40,5 +40,6 @@ rping -c -a "$A6" -C 50 -V -S 64 || { cat rping-server.out; exit 1; }
 wait "$spid" || { cat rping-server.out; exit 1; }
 echo "rping: 50 validated pings"
 
+case_begin "no QP or cm_id left on the devices"
 cm_no_resources_left b "$XIW_DEV_A"
 echo "cm ipv6: ok"

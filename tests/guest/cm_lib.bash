@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 # Helpers for the cm_*.sh guest tests (sourced, not a test itself).
 
+# shellcheck source=case_lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/case_lib.bash"
+
 cm_test=${XIW_BUILD_DIR:?set by scripts/guest}/tests/guest/xiw_cm_connect_test
 
 # in_ns HOST CMD...: run CMD on host a or b (b is init_net).
@@ -36,20 +39,20 @@ wait_no_conn() {
 # cm_pair SERVER_HOST SERVER_ADDR CLIENT_HOST PORT SCENARIO
 cm_pair() {
 	local shost=$1 saddr=$2 chost=$3 port=$4 scen=$5 spid rc=0
-	echo "=== $scen: server on $shost ($saddr:$port), client on $chost"
+	case_begin "$scen: server on $shost ($saddr:$port), client on $chost"
 	in_ns "$shost" "$cm_test" server "$saddr" "$port" "$scen" &
 	spid=$!
 	wait_listen "$shost" "$port" || { kill "$spid"; return 1; }
 	in_ns "$chost" "$cm_test" client "$saddr" "$port" "$scen" || rc=1
 	wait "$spid" || rc=1
-	[ $rc = 0 ] || { echo "=== $scen: FAILED"; return 1; }
+	[ $rc = 0 ] || return 1
 	wait_no_conn "$shost" "$port"
 	wait_no_conn "$chost" "$port"
 }
 
 # cm_refused CLIENT_HOST ADDR PORT: nobody listens, the connect fails.
 cm_refused() {
-	echo "=== refused: client on $1 to $2:$3"
+	case_begin "refused: client on $1 to $2:$3"
 	in_ns "$1" "$cm_test" client "$2" "$3" refused
 }
 

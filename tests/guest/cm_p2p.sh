@@ -18,9 +18,11 @@ cm_pair a "$A" b 7503 reject
 cm_pair b "$B" a 7504 destroy
 cm_pair b "$B" a 7505 cdisc
 
+case_begin "what the connections negotiated"
 cm_show_negotiation ""
 dmesg | grep -q 'MPA rev 2 responder.* p2p 1 rtr 0x0' ||
 	{ echo "no P2P connection with an RDMA Write RTR"; exit 1; }
+case_begin "no QP or cm_id left on the devices"
 cm_no_resources_left a "$XIW_DEV_A"
 cm_no_resources_left b "$XIW_DEV_B"
 echo "cm p2p: ok"

@@ -70,12 +70,12 @@ port=7491
 in_ns a "$cm_test" server "$A" $port cdisc &
 spid=$!
 wait_listen a $port
-echo "bad key";        raw_client "$A" $port "${bad_key}40010000" 3
-echo "bad revision";   raw_client "$A" $port "${key_req}40030000" 3
-echo "PD_Length 600";  raw_client "$A" $port "${key_req}40010258" 3
-echo "R in a Request"; raw_client "$A" $port "${key_req}60010000" 3
-echo "v2 word cut";    raw_client "$A" $port "${key_req}50020002abcd" 3
-echo "FIN mid-frame";  "$py" - "$A" $port "${key_req}40010064" <<'PY'
+case_begin "bad key";        raw_client "$A" $port "${bad_key}40010000" 3
+case_begin "bad revision";   raw_client "$A" $port "${key_req}40030000" 3
+case_begin "PD_Length 600";  raw_client "$A" $port "${key_req}40010258" 3
+case_begin "R in a Request"; raw_client "$A" $port "${key_req}60010000" 3
+case_begin "v2 word cut";    raw_client "$A" $port "${key_req}50020002abcd" 3
+case_begin "FIN mid-frame";  "$py" - "$A" $port "${key_req}40010064" <<'PY'
 import socket, sys
 s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
 s.sendall(bytes.fromhex(sys.argv[3]) + b"x" * 50)
@@ -87,13 +87,15 @@ except ConnectionResetError:
     pass
 print("closed")
 PY
-echo "silent peer";    raw_client "$A" $port "" 6
-echo "half a header";  raw_client "$A" $port "${key_req:0:20}" 6
+case_begin "silent peer";    raw_client "$A" $port "" 6
+case_begin "half a header";  raw_client "$A" $port "${key_req:0:20}" 6
+case_begin "a good client right after them"
 in_ns b "$cm_test" client "$A" $port cdisc
 wait "$spid"
 wait_no_conn a $port
 
 # --- a listener destroyed while a connection still reads its Request
+case_begin "listener destroyed while a connection reads its Request"
 port=7492
 mpa_timeout_set 2
 # Not through in_ns: $! must be the server itself, to kill it.
@@ -120,10 +122,11 @@ active() {
 	wait "$rpid"
 	wait_no_conn a "$port"
 }
-echo "no Reply at all";  active 7493 "" unreachable
-echo "Reply, bad key";   active 7494 "${bad_key}40010000" connerr
-echo "Reply, rev 3";     active 7495 "${key_rep}40030000" connerr
-echo "Reply, PD 513";    active 7496 "${key_rep}40010201" connerr
+case_begin "no Reply at all";  active 7493 "" unreachable
+case_begin "Reply, bad key";   active 7494 "${bad_key}40010000" connerr
+case_begin "Reply, rev 3";     active 7495 "${key_rep}40030000" connerr
+case_begin "Reply, PD 513";    active 7496 "${key_rep}40010201" connerr
 
+case_begin "no QP or cm_id left on the devices"
 cm_no_resources_left a "$XIW_DEV_A"
 echo "cm robustness: ok"

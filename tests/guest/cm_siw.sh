@@ -25,10 +25,12 @@ cm_pair a "$A" b 7487 reject
 cm_pair a "$A" b 7488 destroy
 cm_refused b "$A" 7489
 
+case_begin "what the connections negotiated"
 cm_show_negotiation " (xiw's view)"
 # siw echoes the Request's Res bits: that must not pass for the extensions.
 if dmesg | grep -q 'MPA rev.* ext 1'; then
 	echo "xiw believes siw speaks the RDMAP extensions"; exit 1
 fi
+case_begin "no QP or cm_id left on the devices"
 cm_no_resources_left a "$XIW_DEV_A"
 echo "cm xiw-siw: ok"

@@ -18,8 +18,10 @@ cm_pair b "$B" a 7513 reject
 cm_pair a "$A" b 7514 cdisc
 cm_pair a "$A" b 7515 sdisc
 
+case_begin "what the connections negotiated"
 cm_show_negotiation " (xiw's view)"
 dmesg | grep -q 'MPA rev 2 initiator.* crc 1 .* ext 0 p2p 1 rtr 0x0' ||
 	{ echo "siw did not answer P2P with a Write RTR, or xiw got it wrong"; exit 1; }
+case_begin "no QP or cm_id left on the devices"
 cm_no_resources_left a "$XIW_DEV_A"
 echo "cm xiw-siw p2p: ok"

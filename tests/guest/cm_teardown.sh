@@ -36,7 +36,7 @@ pending() {
 	sleep 0.5
 }
 
-echo "=== rdma link del under a connection and a listener"
+case_begin "rdma link del under a connection and a listener"
 hold_pair 7531
 pending 7532
 ip netns exec a rdma link del "$XIW_DEV_A"
@@ -44,7 +44,7 @@ wait "$spid"; wait "$cpid"; wait "$ppid"
 wait "$lpid" && { echo "listener survived its device"; exit 1; }
 wait_no_conn a 7531; wait_no_conn a 7532; wait_no_conn b 7531
 
-echo "=== the device again, and its netdev deleted under a connection"
+case_begin "the device again, and its netdev deleted under a connection"
 ip netns exec a rdma link add "$XIW_DEV_A" type xiw netdev "$XIW_NETDEV_A"
 rdma dev set "$XIW_DEV_A" netns a	# as scripts/lib/guest-init does
 sleep 1

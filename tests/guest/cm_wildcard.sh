@@ -14,7 +14,7 @@ set -euo pipefail
 
 A=$XIW_ADDR_A
 for port in 7521 7522 7523; do
-	echo "=== wildcard listen on :$port, client to $A"
+	case_begin "wildcard listen on :$port, client to $A"
 	"$cm_test" server 0.0.0.0 $port cdisc >server.out 2>&1 &
 	spid=$!
 	wait_listen b $port
@@ -32,5 +32,6 @@ for port in 7521 7522 7523; do
 		{ echo "connection not served by $XIW_DEV_A"; exit 1; }
 	wait_no_conn b $port
 done
+case_begin "no QP or cm_id left on the devices"
 cm_no_resources_left b "$XIW_DEV_A"
 echo "cm wildcard: ok"

@@ -20,6 +20,7 @@ cm_pair b "$B" a 7477 reject
 cm_refused b "$A" 7478
 cm_refused a "$B" 7478
 # Nothing may be left behind on either device.
+case_begin "no QP or cm_id left on the devices"
 cm_no_resources_left a "$XIW_DEV_A"
 cm_no_resources_left b "$XIW_DEV_B"
 echo "cm xiw-xiw: ok"

@@ -16,17 +16,12 @@ set -euo pipefail
 source "$(dirname "$0")/datapath_lib.bash"
 
 commit=${XIW_BUILD_DIR:?}/tests/guest/xiw_commit_test
-dax=/dev/dax0.0
 
-echo "== device DAX on the emulated NVDIMM"
-modprobe nfit
-modprobe dax_pmem
-modprobe device_dax
-ndctl create-namespace -f -e namespace0.0 -m devdax -a 2M >/dev/null
-[ -c "$dax" ] || { echo "FAIL: no $dax"; exit 1; }
+case_begin "device DAX on the emulated NVDIMM"
+dax=$(pmem_dax)
 ls -l "$dax"
 
-echo "== xiw_commit_test: xiw0 (host a) -> xiw1 (host b), target $dax"
+case_begin "xiw_commit_test: xiw0 (host a) -> xiw1 (host b), target $dax"
 log=$XIW_OUT/commit-server.log
 server_start "$log" "$commit" server -f "$dax"
 cases="pipeline pipeline_bad_hash qp_ex"

@@ -21,18 +21,18 @@ source "$(dirname "$0")/datapath_lib.bash"
 commit=${XIW_BUILD_DIR:?}/tests/guest/xiw_commit_test
 port=8000
 
-echo "== ext4 on a loop device for the files"
+case_begin "ext4 on a loop device for the files"
 fs=/mnt/xiw-commit
 scratch_fs "$fs"
 
-echo "== capabilities"
+case_begin "capabilities"
 on a "$commit" caps xiw0
 on b "$commit" caps xiw1
 
-echo "== registration rights (xiw0, file on ext4)"
+case_begin "registration rights (xiw0, file on ext4)"
 on a "$commit" registration xiw0 "$fs/registration.dat"
 
-echo "== xiw_commit_test: xiw0 (host a) -> xiw1 (host b)"
+case_begin "xiw_commit_test: xiw0 (host a) -> xiw1 (host b)"
 log=$XIW_OUT/commit-server.log
 server_start "$log" "$commit" server -f "$fs/server.dat"
 cases="pipeline pipeline_bad_hash pipeline_bad_sha256 qp_ex verify_hash"

@@ -9,6 +9,8 @@
 # down end the stream with error completions.  The harness then checks
 # dmesg and unloads xiw.
 set -euo pipefail
+# shellcheck source=case_lib.bash
+source "$(dirname "$0")/case_lib.bash"
 
 bin=${XIW_BUILD_DIR:?}/tests/guest/xiw_datapath_errors_test
 port=7600
@@ -24,6 +26,7 @@ start_server() {
 	echo "server did not start"; cat "$XIW_OUT/errors-server.log"; exit 1
 }
 
+case_begin "remote errors, target memory unchanged"
 start_server
 for c in bad_rkey_write bad_rkey_read write_out_of_bounds read_out_of_bounds \
 	write_without_right read_without_right no_receive; do
@@ -60,10 +63,10 @@ stream_then() {
 kill_server() { kill -9 "$server"; }
 link_down() { on a ip link set va down; }
 
-echo "== peer process killed mid-transfer"
+case_begin "peer process killed mid-transfer"
 stream_then kill_server
 
-echo "== link down mid-transfer"
+case_begin "link down mid-transfer"
 stream_then link_down
 on a ip link set va up
 kill "$server" 2>/dev/null || true

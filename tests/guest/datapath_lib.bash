@@ -3,6 +3,8 @@
 
 # shellcheck source=../../scripts/lib/guest-devices.bash
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib/guest-devices.bash"
+# shellcheck source=case_lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/case_lib.bash"
 
 dp_bin=${XIW_BUILD_DIR:?set by scripts/guest}/tests/guest/xiw_datapath_test
 dp_port=7470
@@ -182,7 +184,7 @@ verbs_error_cases() {
 	local prog=$1 tool=$2 cases=$3 log
 	shift 3
 	log=$XIW_OUT/$tool-errors-server.log
-	echo "== remote errors through verbs (xiw0 on host a -> xiw1 on host b)"
+	case_begin "remote errors through verbs (xiw0 on host a -> xiw1 on host b)"
 	server_start "$log" "$prog" server "$@"
 	failed=
 	client_cases "$log" 120 "$cases" "$prog" client
@@ -199,7 +201,7 @@ verbs_error_cases() {
 injected_cases() {
 	local log=$XIW_OUT/$1-wire-inject-server.log
 	local inject=${XIW_BUILD_DIR:?}/tests/guest/xiw_wire_inject
-	echo "== crafted FPDUs from a fake peer (host a) to xiw1 (host b)"
+	case_begin "crafted FPDUs from a fake peer (host a) to xiw1 (host b)"
 	server_start "$log" "$inject" listen
 	failed=
 	client_cases "$log" 60 "$2" "$inject"

@@ -10,13 +10,13 @@ set -euo pipefail
 source "$(dirname "$0")/datapath_lib.bash"
 
 for crc in 1 0; do
-	echo "== CRC $crc: xiw client -> siw server"
+	case_begin "CRC $crc: xiw client -> siw server"
 	set_param xiw mpa_crc "$crc"
 	dp_run b a "$XIW_ADDR_B"
-	echo "== CRC $crc: siw client -> xiw server"
+	case_begin "CRC $crc: siw client -> xiw server"
 	dp_run a b "$XIW_ADDR_A"
 done
-echo "== rping: xiw client -> siw server"
+case_begin "rping: xiw client -> siw server"
 rping_run b a "$XIW_ADDR_B" 200
-echo "== rping: siw client -> xiw server"
+case_begin "rping: siw client -> xiw server"
 rping_run a b "$XIW_ADDR_A" 200

@@ -8,17 +8,17 @@ set -euo pipefail
 # shellcheck source=datapath_lib.bash
 source "$(dirname "$0")/datapath_lib.bash"
 
-echo "== CRC on"
+case_begin "CRC on"
 dp_run b a "$XIW_ADDR_B"
-echo "== CRC off"
+case_begin "CRC off"
 set_param xiw mpa_crc 0
 dp_run b a "$XIW_ADDR_B"
 set_param xiw mpa_crc 1
-echo "== rping"
+case_begin "rping"
 rping_run b a "$XIW_ADDR_B" 1000
 # Depth-1 posting right after each completion: the SQ slot must be free by
 # the time its completion is seen.
-echo "== perftest, CRC on"
+case_begin "perftest, CRC on"
 perftest_run a ib_read_lat "$XIW_ADDR_A" -d xiw0 -s 2 -n 3000
 perftest_run a ib_write_lat "$XIW_ADDR_A" -d xiw0 -s 2 -n 3000
 perftest_run a ib_send_lat "$XIW_ADDR_A" -d xiw0 -s 2 -n 3000

@@ -20,22 +20,21 @@ port=7900
 # the servers register their buffers twice.
 ulimit -l unlimited
 
-# run_unsupported NAME BIN LOG SERVER_ARGS...: BIN's "unsupported" case
-# against its server on host b (siw0), then "quit".
+# run_unsupported BIN LOG SERVER_ARGS...: BIN's "unsupported" case against
+# its server on host b (siw0), then "quit"; what failed goes to $failed.
 run_unsupported() {
-	local name=$1 bin=$2 log=$3 failed=
-	shift 3
+	local bin=$1 log=$2
+	shift 2
 	server_start "$log" "$bin" server "$@"
 	client_cases "$log" 120 unsupported "$bin" client
-	[ -z "$failed" ] || { echo "FAIL: $name toward siw: $failed"; return 1; }
 }
 
-rc=0
-echo "== RFC 7306 atomics and immediate data (xiw_ext_test)"
-run_unsupported "RFC 7306 extensions" "$ext" "$XIW_OUT/ext-siw-server.log" || rc=1
-echo "== RDMA Flush, Verify, Atomic Write (xiw_commit_test)"
+failed=
+case_begin "RFC 7306 atomics and immediate data toward siw (xiw_ext_test)"
+run_unsupported "$ext" "$XIW_OUT/ext-siw-server.log"
+case_begin "RDMA Flush, Verify, Atomic Write toward siw (xiw_commit_test)"
 scratch_fs /mnt/xiw-commit-siw
-run_unsupported "draft-talpey-rdma-commit" "$commit" "$XIW_OUT/commit-siw-server.log" \
-	-f /mnt/xiw-commit-siw/server.dat || rc=1
-((rc == 0)) || exit 1
+run_unsupported "$commit" "$XIW_OUT/commit-siw-server.log" -f /mnt/xiw-commit-siw/server.dat
+case_end
+[ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
 echo "ext siw: ok"

@@ -25,10 +25,10 @@ positive() {
 		{ echo "FAIL: no positive result"; return 1; }
 }
 
-echo "== device capabilities"
+case_begin "device capabilities"
 on a "$ext" caps xiw0
 
-echo "== xiw_ext_test: xiw0 (host a) -> xiw1 (host b)"
+case_begin "xiw_ext_test: xiw0 (host a) -> xiw1 (host b)"
 log=$XIW_OUT/ext-server.log
 server_start "$log" "$ext" server
 failed=
@@ -42,7 +42,7 @@ fi
 # stress MODE: the counter must end exactly right.
 stress() {
 	local mode=$1 log=$XIW_OUT/stress-$1.log failed=
-	echo "== atomic stress, $mode: 8 QPs, 4 threads, CPU thread at the target"
+	case_begin "atomic stress, $mode: 8 QPs, 4 threads, CPU thread at the target"
 	server_start "$log" "$stress" server
 	on a timeout 600 "$stress" client "$XIW_ADDR_B" "$port" "$mode" || failed=client
 	server_finish "$log" "$failed" || failed="$failed server"
@@ -61,13 +61,13 @@ perf_atomic() {
 	positive "$out"
 }
 
-echo "== perftest atomics over rdma_cm (both ends on xiw0)"
+case_begin "perftest atomics over rdma_cm (both ends on xiw0)"
 for type in FETCH_AND_ADD CMP_AND_SWAP; do
 	perf_atomic ib_atomic_bw "$type" 2000
 	perf_atomic ib_atomic_lat "$type" 1000
 done
 
-echo "== qperf atomics over rdma_cm (host a -> host b)"
+case_begin "qperf atomics over rdma_cm (host a -> host b)"
 on b timeout 300 qperf >"$XIW_OUT/qperf-server.log" 2>&1 &
 qserver=$!
 sleep 2

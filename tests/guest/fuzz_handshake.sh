@@ -40,6 +40,7 @@ failed=
 # side; the victim is started first unless it is the client.
 run_pair() {
 	local name=$1 vlog=$XIW_OUT/fuzz-$1-victim.log flog=$XIW_OUT/fuzz-$1.log
+	case_begin "$name"
 	local -a vargs=() fargs=()
 	shift
 	while [ "$1" != -- ]; do
@@ -64,7 +65,6 @@ run_pair() {
 		wait "$fpid" || frc=$?
 	fi
 	fuzz_end_victim "$vpid" vrc "$name"
-	echo "== $name"
 	grep -E '^fuzz: (seed|flood|ANOMALY|the victim)' "$flog" || true
 	sed -n '/^== fuzz summary/,$p' "$flog" | grep -vE '^[0-9a-z:]+ +[0-9. ]+$' || true
 	grep -E 'FAIL|HANG|FATAL|^victim summary' "$vlog" || true
@@ -79,6 +79,7 @@ run_pair respond client "$addr" 7960 "$conns" --conn-seconds 30 --hang-seconds 2
 	respond --addr "$addr" --port 7960 --cases "$conns" \
 	--progress "$XIW_OUT/fuzz-progress.txt" --kmsg "${seed[@]}"
 
+case_end
 if [ -n "$failed" ]; then
 	echo "FAIL:$failed (logs in $XIW_OUT)"
 	exit 1

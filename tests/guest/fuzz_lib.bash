@@ -2,6 +2,9 @@
 # Helpers for the wire fuzzer's guest tests, fuzz_wire.sh and
 # fuzz_handshake.sh (sourced, not a test itself).
 
+# shellcheck source=case_lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/case_lib.bash"
+
 # fuzz_programs: copies xiw_fuzz and xiw_fuzz_victim into a new directory
 # and prints it, so that a rebuild on the host does not pull them away
 # mid-run.

@@ -39,13 +39,16 @@ frames=${XIW_FUZZ_FRAMES:-20000}
 # A limit for slow guests, not a goal: fewer frames than asked for fail.
 seconds=$((${XIW_FUZZ_SECONDS:-420} * ${XIW_TIME_FACTOR:-1}))
 params=/sys/module/xiw/parameters
+failed=
 
+case_begin "the fuzzer's own framing checks (selfcheck)"
 "$fuzz" selfcheck --corpus "$corpus"
 
 # The region with the flush-to-persistence right needs a file on a file
 # system that writes back (not tmpfs).
 scratch_fs /mnt/xiw-fuzz
 
+case_begin "wire fuzz: $frames frames within $seconds s"
 vlog=$XIW_OUT/fuzz-victim.log
 flog=$XIW_OUT/fuzz-wire.log
 : >"$XIW_OUT/fuzz-progress.txt"
@@ -73,10 +76,9 @@ fuzz_end_victim "$vpid" vrc
 # The fuzzer's run: its seed, the seed files' results, the summary.
 grep -E '^fuzz: (seed|wire)|^fuzz: ANOMALY|^fuzz: wrote|^fuzz: the victim' "$flog" || true
 sed -n '/^== fuzz summary/,$p' "$flog"
-echo "== victim"
+echo "--- victim"
 grep -E 'FAIL|HANG|FATAL|^victim summary|note:' "$vlog" || true
 
-failed=
 fuzz_failures "" "$frc" "$vrc" "$vlog"
 sent=$(sed -n 's/^== fuzz summary: \([0-9]*\) frames.*/\1/p' "$flog")
 if [ -z "$sent" ]; then

@@ -32,6 +32,7 @@ inject=${XIW_BUILD_DIR:?}/tests/guest/xiw_wire_inject
 port=7810
 
 failed=
+case_begin "half-open flood of 200 connections"
 log=$XIW_OUT/hostile-peer-server.log
 server_start "$log" "$inject" listen
 
@@ -67,10 +68,12 @@ fi
 dmesg | grep -q "listener on port $port: 50 connections in the MPA exchange" ||
 	failed="$failed half_open_flood(log)"
 cases=${XIW_HOSTILE_CASES:-"send_mo_after_message flush_no_type write_qp_denied stalled_write"}
+case_begin "crafted FPDUs, the listener serving after the flood"
 client_cases "$log" 60 "$cases" "$inject"
 expect_lines "$log" '^wire_inject server: %s: .*: ok$' "$cases"
 [ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
 
+case_begin "RDMA Read after the kernel consumer invalidated its region"
 victim=${XIW_TEST_KMOD_DIR:?set by scripts/guest}/xiw_frmr_victim.ko
 insmod "$victim" addr="$XIW_ADDR_B" port=7830
 on a timeout 120 "$inject" "$XIW_ADDR_B" 7830 frmr_read_after_invalidate ||
@@ -81,6 +84,7 @@ dmesg | grep -q 'xiw_frmr_victim: rkey .* invalidated by the peer, pages reused'
 	failed="$failed frmr_read_after_invalidate(no invalidation)"
 [ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
 
+case_begin "destroy_qp while the peer never sends its MPA Reply"
 mute_log=$XIW_OUT/hostile-peer-mute.log
 on a timeout 60 "$inject" mute "$XIW_ADDR_A" 7899 >"$mute_log" 2>&1 &
 mute=$!

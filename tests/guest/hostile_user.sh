@@ -12,14 +12,18 @@
 # test of the hostile-users review; the harness adds the kernel log (a
 # soft lockup or an oops fail the run).
 set -euo pipefail
+# shellcheck source=case_lib.bash
+source "$(dirname "$0")/case_lib.bash"
 
 bin=${XIW_BUILD_DIR:?set by scripts/guest}/tests/guest/xiw_hostile_user
 failed=
 for c in rq_producer sq_producer cq_overflow read_sges query_states; do
+	case_begin "$c"
 	timeout 60 "$bin" "$c" || failed="$failed $c"
 done
 # Kernel memory is charged: to the memory cgroup, and queues to
 # RLIMIT_MEMLOCK for a process without CAP_IPC_LOCK.
+case_begin accounting
 cg=/sys/fs/cgroup
 [ -e $cg/cgroup.controllers ] || mount -t cgroup2 none $cg
 echo +memory >$cg/cgroup.subtree_control
@@ -27,12 +31,17 @@ mkdir -p $cg/xiw-hostile
 # shellcheck disable=SC2016 # for the inner shell
 timeout 60 sh -c 'echo $$ >"$1" && exec "$0" accounting' "$bin" \
 	$cg/xiw-hostile/cgroup.procs || failed="$failed accounting"
+case_begin memlock
 # shellcheck disable=SC2016 # for the inner shell
 timeout 60 setpriv --bounding-set -ipc_lock --inh-caps -ipc_lock \
 	sh -c 'ulimit -l 256 && exec "$0" memlock' "$bin" || failed="$failed memlock"
+case_begin qp_reuse
 timeout 120 "$bin" qp_reuse "${XIW_ADDR_A:?}" 7850 || failed="$failed qp_reuse"
+case_begin qp_steal
 timeout 60 "$bin" qp_steal "$XIW_ADDR_A" 7851 || failed="$failed qp_steal"
+case_begin scribbled_sink
 timeout 120 "$bin" scribbled_sink "$XIW_ADDR_A" 7852 || failed="$failed scribbled_sink"
+case_begin after_removal
 # The device goes away under a process with a QP: posting then fails
 # with an errno (regression: a segfault in libibverbs, the doorbell's NULL
 # bad_wr written to).  The link comes back for the harness.
@@ -53,6 +62,7 @@ wait "$apid" || failed="$failed after_removal"
 cat "$log"
 rm -f "$fifo"
 rdma link add "$XIW_DEV_A" type xiw netdev "$XIW_NETDEV_A"
+case_end
 if [ -n "$failed" ]; then
 	echo "FAIL:$failed"
 	exit 1

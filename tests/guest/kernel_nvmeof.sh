@@ -10,6 +10,8 @@
 # down again.  The second pass has the target receive on an SRQ
 # (nvmet-rdma use_srq=1, ib_post_srq_recv).  Afterwards xiw.ko must unload.
 set -euo pipefail
+# shellcheck source=case_lib.bash
+source "$(dirname "$0")/case_lib.bash"
 
 nqn=xiw-nvmeof-test
 cfs=/sys/kernel/config/nvmet
@@ -37,7 +39,7 @@ teardown() {
 	backing=
 	modprobe -r nvme-rdma nvmet-rdma 2>/dev/null || true
 }
-trap teardown EXIT
+case_at_exit teardown
 
 # target_up [MODULE_PARAMS...]: a namespace on a loop device, exported
 # over RDMA on $XIW_ADDR_A:4420.
@@ -111,13 +113,13 @@ modprobe loop
 modprobe nvmet
 mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
 
-echo "== pass 1: a receive queue per QP"
+case_begin "pass 1: a receive queue per QP"
 target_up
 host_connect
 check_data
 teardown
 
-echo "== pass 2: the target receives on an SRQ (use_srq=1)"
+case_begin "pass 2: the target receives on an SRQ (use_srq=1)"
 target_up use_srq=1
 host_connect
 srqs=$(rdma resource show srq | grep -c '^dev xiw0' || true)
@@ -126,6 +128,6 @@ echo "SRQs on xiw0: $srqs"
 check_data
 teardown
 
-trap - EXIT
+case_begin "nvme-rdma and nvmet-rdma unloaded"
 lsmod | grep -q '^nvme_rdma' && fail "nvme-rdma still loaded"
 echo "kernel_nvmeof: ok"

@@ -3,6 +3,8 @@
 # Device life cycle: links come and go, follow their netdev, and the
 # module unloads cleanly afterwards (the harness checks dmesg).
 set -euo pipefail
+# shellcheck source=case_lib.bash
+source "$(dirname "$0")/case_lib.bash"
 
 port_state() {
 	ibv_devinfo -d "$1" | sed -n 's/^[[:space:]]*state:[[:space:]]*\([A-Z_]*\).*/\1/p'
@@ -14,6 +16,7 @@ expect_devices() {
 	[ "$got" = "$want" ] || { echo "devices: '$got', expected '$want'"; exit 1; }
 }
 
+case_begin "one device per netdev, Ethernet-like netdevs only"
 expect_devices "xiw0 "
 
 # The same netdev cannot carry two xiw devices.
@@ -27,20 +30,21 @@ if rdma link add xiw9 type xiw netdev xiwtun 2>/dev/null; then
 fi
 ip link del xiwtun
 
+case_begin "20 times rdma link delete and add"
 for _ in $(seq 1 20); do
 	rdma link delete xiw0
 	rdma link add xiw0 type xiw netdev d0
 done
 expect_devices "xiw0 "
 
-# The port follows the carrier of its netdev.
+case_begin "the port follows the carrier of its netdev"
 [ "$(port_state xiw0)" = PORT_ACTIVE ]
 ip link set d0 down
 [ "$(port_state xiw0)" = PORT_DOWN ]
 ip link set d0 up
 [ "$(port_state xiw0)" = PORT_ACTIVE ]
 
-# Unregistering the netdev takes the device with it.
+case_begin "unregistering the netdev takes the device with it"
 ip link add dtmp type dummy
 ip link set dtmp up
 rdma link add xiw5 type xiw netdev dtmp
@@ -52,7 +56,7 @@ for _ in $(seq 1 50); do
 done
 expect_devices "xiw0 "
 
-# A device still registered at unload is removed by the module itself.
+case_begin "a device still registered at unload is removed by rmmod"
 ip link add dtmp type dummy
 rdma link add xiw6 type xiw netdev dtmp
 rmmod xiw

@@ -47,7 +47,7 @@ for m in 1 2 3; do
 	for crc in on off; do
 		set_param xiw mpa_markers "$m"
 		set_param xiw mpa_crc "$([ "$crc" = on ] && echo 1 || echo 0)"
-		echo "== markers $m, CRC $crc"
+		case_begin "markers $m, CRC $crc"
 		dp_run b a "$XIW_ADDR_B" || { echo "FAIL: data path with markers $m, CRC $crc"; exit 1; }
 		expect_markers "${initiator[$m]}" "${responder[$m]}"
 	done
@@ -55,18 +55,18 @@ done
 set_param xiw mpa_crc 1
 # MPA revision 1: no RFC 6581 RTR, so the first FPDU is a ULP's own.
 set_param xiw mpa_rev 1
-echo "== markers 3, MPA revision 1"
+case_begin "markers 3, MPA revision 1"
 dp_run b a "$XIW_ADDR_B" || { echo "FAIL: data path with markers 3, MPA revision 1"; exit 1; }
 expect_markers "${initiator[3]}" "${responder[3]}"
 [ "$(dmesg | grep 'MPA rev' | tail -2 | grep -c 'MPA rev 1 ')" = 2 ] ||
 	{ echo "FAIL: the connection did not use MPA revision 1"; exit 1; }
 set_param xiw mpa_rev 2
 
-echo "== rping, markers 3"
+case_begin "rping, markers 3"
 set_param xiw mpa_markers 3
 rping_run b a "$XIW_ADDR_B" 200 || { echo "FAIL: rping with markers 3"; exit 1; }
 
-echo "== a fake peer (host a) that frames markers itself, to xiw1 (host b)"
+case_begin "a fake peer (host a) that frames markers itself, to xiw1 (host b)"
 # Its own framing first: markers inserted, then stripped and checked.
 on a "$inject" selfcheck || { echo "FAIL: xiw_wire_inject selfcheck"; exit 1; }
 failed=

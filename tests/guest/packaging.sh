@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-# guest-options: --no-xiw
+# guest-options: --no-xiw --pmem 512
 # guest-timeout: 900
 # guest-fixtures: xiw_packages
 #
-# The .debs of scripts/lib/build-packages.sh (ctest packaging.build) on a
-# system that has dkms and the kernel headers but nothing of xiw: dpkg -i,
-# DKMS builds xiw.ko for the running kernel, `rdma link add ... type xiw`
-# loads it by its alias, libibverbs finds xiw0 through the installed
-# provider (RDMAV_DRIVERS unset), the installed xiwdv.h and xiw.pc build a
-# program, perftest finds the device, and purging removes everything.
+# The .debs of scripts/lib/build-packages.sh (ctest packaging.build; on
+# Debian 13 trixie.packaging.build, built in that root) on a system that
+# has dkms and the kernel headers but nothing of xiw: dpkg -i, DKMS builds
+# xiw.ko for the running kernel, `rdma link add ... type xiw` loads it by
+# its alias, libibverbs finds xiw0 through the installed provider
+# (RDMAV_DRIVERS unset), the installed xiwdv.h and xiw.pc build a program,
+# perftest's Write and atomics and an RDMA Flush run through them, and
+# purging removes everything.
 # Runs with --no-xiw: the harness loads no xiw.ko from the build tree.
 set -euo pipefail
+# shellcheck source=case_lib.bash
+source "$(dirname "$0")/case_lib.bash"
+# shellcheck source=../../scripts/lib/guest-devices.bash
+source "$(dirname "$0")/../../scripts/lib/guest-devices.bash"
 
 # libibverbs must read /etc/libibverbs.d, not the harness's build-tree path.
 unset RDMAV_DRIVERS
@@ -21,11 +27,12 @@ kver=$(uname -r)
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 provider=/usr/lib/$multiarch/libibverbs/libxiw-rdmav34.so
 driver=/etc/libibverbs.d/xiw.driver
-dkms_ko=/lib/modules/$kver/updates/dkms/xiw.ko
+# DKMS compresses the module as the kernel's own are (Debian 13: .ko.xz).
+dkms_dir=/lib/modules/$kver/updates/dkms
 packages=(xiw-dkms ibverbs-providers-xiw libxiw-dev)
 
 step() {
-	echo "== $* ($(cut -d' ' -f1 /proc/uptime)s)"
+	case_begin "$*"
 }
 fail() {
 	echo "FAIL: $*"
@@ -70,6 +77,8 @@ dkms status xiw
 dpkg -l "${packages[@]}" | tail -n 3
 
 step "the module DKMS installed"
+dkms_ko=$(find "$dkms_dir" -maxdepth 1 -name 'xiw.ko*' | head -n1)
+[[ -n $dkms_ko ]] || fail "no xiw.ko in $dkms_dir"
 ko=$(modinfo -n xiw)
 echo "modinfo -n xiw: $ko"
 [[ $ko == "$dkms_ko" ]] || fail "modinfo finds $ko, not the DKMS module $dkms_ko"
@@ -77,12 +86,12 @@ case $ko in "$XIW_BUILD_DIR"/* | "$XIW_REPO"/*) fail "the module comes from the 
 [[ $(modinfo -F version xiw) == 0.1.0 ]] || fail "module version is not 0.1.0"
 grep -E 'alias rdma[-_]link[-_]xiw xiw$' "/lib/modules/$kver/modules.alias" ||
 	fail "depmod did not record the alias rdma-link-xiw"
-modprobe -c | grep -E '^softdep xiw ' || fail "/lib/modprobe.d/xiw.conf is not in effect"
+modprobe -c | grep -E '^softdep xiw ' || fail "/usr/lib/modprobe.d/xiw.conf is not in effect"
 [[ ! -d /sys/module/xiw ]] || fail "installing loaded xiw"
 
 step "rdma link add xiw0 type xiw netdev d0, without modprobe"
 # The harness loaded the uverbs and RDMA CM modules; unload them so that the
-# softdep of /lib/modprobe.d/xiw.conf has to bring them back.
+# softdep of /usr/lib/modprobe.d/xiw.conf has to bring them back.
 softdep_checked=0
 if rmmod rdma_ucm ib_uverbs 2>/dev/null; then
 	softdep_checked=1
@@ -155,47 +164,75 @@ echo "server pid $server mapped: ${maps:-nothing}"
 ((alive)) || fail "ib_write_lat server exited instead of waiting for a client"
 [[ $maps == "$provider" ]] || fail "ib_write_lat did not load $provider"
 
-LD_DEBUG=files timeout 120 stdbuf -oL ib_write_lat -d xiw0 -R -n 5 \
-	>"$work/server-R.out" 2>"$work/server-R.err" &
-server=$!
-# It listens on TCP port 18515 through xiw; if the listen is refused it
-# exits at once.
-listening=0
-for _ in $(seq 1 60); do
-	if [[ -n $(ss -Hltn 'sport = :18515' 2>/dev/null) ]]; then
+# perftest_over_rdma_cm TOOL ARGS...: TOOL -R (rdma_cm) as server and
+# client on xiw0 through the installed provider; both must complete.
+perftest_over_rdma_cm() {
+	local tool=$1 listening=0 client_rc='' server_rc=0 server loaded
+	shift
+	LD_DEBUG=files timeout 120 stdbuf -oL "$tool" -d xiw0 -R "$@" \
+		>"$work/server-R.out" 2>"$work/server-R.err" &
+	server=$!
+	# It listens on TCP port 18515 through xiw; if the listen is refused it
+	# exits at once.
+	for _ in $(seq 1 60); do
+		if [[ -n $(ss -Hltn 'sport = :18515' 2>/dev/null) ]]; then
+			listening=1
+			break
+		fi
+		kill -0 "$server" 2>/dev/null || break
+		sleep 0.5
+	done
+	# Still up without a listener ss can see: let the client try.
+	if ((!listening)) && kill -0 "$server" 2>/dev/null; then
 		listening=1
-		break
 	fi
-	kill -0 "$server" 2>/dev/null || break
-	sleep 0.5
+	if ((listening)); then
+		client_rc=0
+		timeout 60 "$tool" -d xiw0 -R "$@" 192.0.2.1 >"$work/client.out" 2>&1 ||
+			client_rc=$?
+		echo "-- $tool -d xiw0 -R $* 192.0.2.1 (client, exit $client_rc):"
+		cat "$work/client.out"
+		((client_rc == 0)) || kill "$server" 2>/dev/null || true
+	fi
+	wait "$server" || server_rc=$?
+	echo "-- $tool -d xiw0 -R $* (server, exit $server_rc):"
+	cat "$work/server-R.out"
+	grep -v '^[[:space:]]*[0-9]*:' "$work/server-R.err" || true # all but LD_DEBUG
+	loaded=$(sed -n 's/.*file=\([^ ]*libxiw-rdmav34\.so\).*/\1/p' "$work/server-R.err" | sort -u)
+	echo "$tool -R server loaded: ${loaded:-nothing}"
+	[[ $loaded == "$provider" ]] || fail "$tool -R did not load $provider"
+	if grep -qiE 'not found|no IB devices' "$work/server-R.out"; then
+		fail "$tool -R did not find xiw0"
+	fi
+	((listening)) || fail "$tool -R server did not listen on xiw0"
+	((client_rc == 0 && server_rc == 0)) ||
+		fail "$tool -R over xiw0: client exit $client_rc, server exit $server_rc"
+	echo "$tool -R: pass (client and server completed)"
+}
+perftest_over_rdma_cm ib_write_lat -n 5
+
+step "perftest ib_atomic_lat (FetchAdd, CmpSwap) through the installed packages"
+perftest_over_rdma_cm ib_atomic_lat -A FETCH_AND_ADD -n 5
+perftest_over_rdma_cm ib_atomic_lat -A CMP_AND_SWAP -n 5
+
+step "RDMA Flush, Verify, Atomic Write through the installed packages"
+# The tree's xiw_commit_test needs only libibverbs and the provider it
+# finds through /etc/libibverbs.d; its target is the emulated NVDIMM as
+# device DAX (flush to persistence; a file would need ext4, which 6.12
+# does not let RDMA pin).
+commit=$XIW_BUILD_DIR/tests/guest/xiw_commit_test
+dax=$(pmem_dax)
+timeout 300 "$commit" server -f "$dax" 192.0.2.1 7790 >"$work/commit-server.out" 2>&1 &
+server=$!
+for _ in $(seq 1 100); do
+	grep -q listening "$work/commit-server.out" && break
+	sleep 0.1
 done
-# Still up without a listener ss can see: let the client try.
-if ((!listening)) && kill -0 "$server" 2>/dev/null; then
-	listening=1
-fi
-client_rc=
-if ((listening)); then
-	client_rc=0
-	timeout 60 ib_write_lat -d xiw0 -R -n 5 192.0.2.1 >"$work/client.out" 2>&1 || client_rc=$?
-	echo "-- ib_write_lat -d xiw0 -R 192.0.2.1 (client, exit $client_rc):"
-	cat "$work/client.out"
-	((client_rc == 0)) || kill "$server" 2>/dev/null || true
-fi
-server_rc=0
-wait "$server" || server_rc=$?
-echo "-- ib_write_lat -d xiw0 -R (server, exit $server_rc):"
-cat "$work/server-R.out"
-grep -v '^[[:space:]]*[0-9]*:' "$work/server-R.err" || true # all but LD_DEBUG
-loaded=$(sed -n 's/.*file=\([^ ]*libxiw-rdmav34\.so\).*/\1/p' "$work/server-R.err" | sort -u)
-echo "ib_write_lat -R server loaded: ${loaded:-nothing}"
-[[ $loaded == "$provider" ]] || fail "ib_write_lat -R did not load $provider"
-if grep -qiE 'not found|no IB devices' "$work/server-R.out"; then
-	fail "ib_write_lat -R did not find xiw0"
-fi
-((listening)) || fail "ib_write_lat -R server did not listen on xiw0"
-((client_rc == 0 && server_rc == 0)) ||
-	fail "ib_write_lat -R over xiw0: client exit $client_rc, server exit $server_rc"
-echo "ib_write_lat -R: pass (client and server completed)"
+commit_rc=0
+timeout 120 "$commit" client 192.0.2.1 7790 pipeline quit || commit_rc=$?
+wait "$server" || commit_rc=1
+cat "$work/commit-server.out"
+((commit_rc == 0)) || fail "xiw_commit_test pipeline through the installed provider"
 rm -rf "$work"
 
 step "purge"
@@ -207,7 +244,7 @@ for p in "${packages[@]}"; do
 	status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
 	[[ -z $status || $status == ?n* ]] || fail "$p is still installed ($status)"
 done
-not_there "$dkms_ko" "$provider" "$driver" /lib/modprobe.d/xiw.conf \
+not_there "$dkms_dir"/xiw.ko* "$provider" "$driver" /usr/lib/modprobe.d/xiw.conf \
 	/usr/src/xiw-0.1.0 /var/lib/dkms/xiw /usr/include/infiniband/xiwdv.h \
 	"/usr/share/pkgconfig/xiw.pc"
 if modprobe -n xiw 2>/dev/null; then

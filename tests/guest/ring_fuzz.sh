@@ -12,10 +12,13 @@
 # were written, or a call failed; the harness adds the kernel log and
 # `rmmod xiw`.
 set -euo pipefail
+# shellcheck source=case_lib.bash
+source "$(dirname "$0")/case_lib.bash"
 
 bin=${XIW_BUILD_DIR:?set by scripts/guest}/tests/guest/xiw_ring_fuzz
 entries=${XIW_RING_ENTRIES:-20000}
 seconds=$((${XIW_RING_SECONDS:-240} * ${XIW_TIME_FACTOR:-1}))
 seed=()
 [ -z "${XIW_RING_SEED:-}" ] || seed=("$XIW_RING_SEED")
+case_begin "$entries ring entries, canary intact"
 timeout $((seconds + 120)) "$bin" "${XIW_ADDR_A:?}" 7870 "$entries" "$seconds" "${seed[@]}"

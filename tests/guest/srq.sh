@@ -17,7 +17,7 @@ port=7490
 server_log=$XIW_OUT/srq-server.log
 failed=
 
-echo "== one SRQ, $clients clients"
+case_begin "one SRQ, $clients clients"
 timeout 300 "$srq_bin" server "$XIW_ADDR_A" "$port" >"$server_log" 2>&1 &
 server=$!
 # The listener is up once it says so.
@@ -40,7 +40,7 @@ for c in $(seq 1 "$clients"); do
 	sed "s/^/  client $c: /" "$XIW_OUT/srq-client-$c.log"
 done
 
-echo "== perftest Send on an SRQ"
+case_begin "perftest Send on an SRQ"
 # Fewer iterations than the SRQ's receives (perftest caps its rx depth at
 # the iterations), so it never runs dry: iWARP has no RNR retry.
 for tool in ib_send_bw ib_send_lat; do
@@ -49,5 +49,6 @@ for tool in ib_send_bw ib_send_lat; do
 	done
 done
 
+case_end
 [ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
 echo "srq: ok"

@@ -4,14 +4,15 @@
 # guest-timeout: 900
 # The stock tools on xiw, unchanged: perftest's latency and bandwidth tests
 # for Write, Read and Send over rdma_cm (-R) from 1 B to 1 MiB (both ends
-# on xiw0), and qperf's RC tests between two xiw hosts (qperf's rc tests
-# create QPs without receive queues, which siw refuses).
+# on xiw0), its RDMA Write with Immediate where it has that mode, and
+# qperf's RC tests between two xiw hosts (qperf's rc tests create QPs
+# without receive queues, which siw refuses).
 set -euo pipefail
 # shellcheck source=datapath_lib.bash
 source "$(dirname "$0")/datapath_lib.bash"
 
 failed=
-echo "== perftest, 1 B .. 1 MiB"
+case_begin "perftest, 1 B .. 1 MiB"
 for tool in ib_write_lat ib_write_bw ib_read_lat ib_read_bw ib_send_lat ib_send_bw; do
 	for size in 1 64 4096 65536 1048576; do
 		# Fewer iterations for the big messages: TCG moves ~50 MB/s.
@@ -19,7 +20,21 @@ for tool in ib_write_lat ib_write_bw ib_read_lat ib_read_bw ib_send_lat ib_send_
 	done
 done
 
-echo "== qperf RC tests (host a -> host b)"
+# RDMA Write with Immediate (RFC 7306) from perftest itself, where the
+# release's perftest has the mode (perftest 25 has, 4.5 has not).
+case_begin "perftest --write_with_imm"
+for tool in ib_write_lat ib_write_bw; do
+	# (perftest's --help exits non-zero.)
+	if ! grep -q -- --write_with_imm <<<"$("$tool" --help 2>&1 || true)"; then
+		echo "$tool has no --write_with_imm in this perftest"
+		continue
+	fi
+	for size in 2 4096; do
+		perftest_case "$tool" "$size" 500 -d xiw0 --write_with_imm
+	done
+done
+
+case_begin "qperf RC tests (host a -> host b)"
 on b timeout 600 qperf >"$XIW_OUT/qperf-server.log" 2>&1 &
 qserver=$!
 sleep 2
@@ -35,5 +50,6 @@ for test in rc_lat rc_bw rc_rdma_write_lat rc_rdma_read_bw; do
 done
 kill "$qserver" 2>/dev/null || true
 wait "$qserver" 2>/dev/null || true
+case_end
 [ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
 echo "tools: ok"

@@ -13,6 +13,8 @@
 # sequences ran, the canary changed, or the device's resource counts are
 # not back where they were; the harness adds the kernel log and `rmmod xiw`.
 set -euo pipefail
+# shellcheck source=case_lib.bash
+source "$(dirname "$0")/case_lib.bash"
 
 bin=${XIW_BUILD_DIR:?set by scripts/guest}/tests/guest/xiw_verbs_fuzz
 sequences=${XIW_VERBS_SEQUENCES:-2000}
@@ -24,6 +26,7 @@ seed=()
 counts() {
 	rdma resource show | sed -n "s/^[0-9]*: ${XIW_DEV_A:?}: *//p"
 }
+case_begin "$sequences random verbs sequences"
 before=$(counts)
 echo "resources before: $before"
 ulimit -l unlimited
@@ -35,6 +38,7 @@ for _ in $(seq 50); do
 	[ "$after" = "$before" ] && break
 	sleep 0.2
 done
+case_begin "resource counts back to where they were"
 echo "resources after: $after"
 if [ "$after" != "$before" ]; then
 	echo "FAIL: the device's resource counts did not return to where they were"
