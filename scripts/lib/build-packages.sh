@@ -34,7 +34,6 @@ if [[ ${1:-} == --platform ]]; then
 	# shellcheck source=build-trixie-root.sh
 	source "$repo/scripts/lib/build-trixie-root.sh"
 	dir=$(xiw_build_trixie_root "$build")
-	mkdir -p "$dir/build"
 	# The root has every package the build needs (XIW_TRIXIE_PACKAGES).
 	xiw_trixie_chroot "$dir" "$repo" "$build" env XIW_BUILD_DIR="$dir/build" XIW_DEPS_SKIP=1 \
 		XIW_PACKAGES_RPM=0 "$repo/scripts/lib/build-packages.sh"

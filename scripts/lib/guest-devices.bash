@@ -34,6 +34,16 @@ scratch_fs() {
 	fi
 }
 
+# wait_listening LOG: waits up to 10 s for LOG to say "listening" (the
+# test programs' servers do once they listen); fails if it does not.
+wait_listening() {
+	for _ in $(seq 1 100); do
+		grep -q listening "$1" && return 0
+		sleep 0.1
+	done
+	grep -q listening "$1"
+}
+
 # libibverbs_has_flush: the system's libibverbs has ibv_wr_flush() and
 # ibv_wr_atomic_write() (rdma-core >= 45: Debian 13, not 12).
 libibverbs_has_flush() {

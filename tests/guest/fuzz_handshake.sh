@@ -54,12 +54,12 @@ run_pair() {
 	if [ "${vargs[0]}" = listen ]; then
 		timeout 1500 "$victim" "${vargs[@]}" >"$vlog" 2>&1 &
 		vpid=$!
-		fuzz_wait_listening "$vlog" || true
+		wait_listening "$vlog" || true
 		timeout 1200 "$fuzz" "${fargs[@]}" >"$flog" 2>&1 || frc=$?
 	else
 		timeout 1200 "$fuzz" "${fargs[@]}" >"$flog" 2>&1 &
 		local fpid=$!
-		fuzz_wait_listening "$flog" || true
+		wait_listening "$flog" || true
 		timeout 1500 "$victim" "${vargs[@]}" >"$vlog" 2>&1 &
 		vpid=$!
 		wait "$fpid" || frc=$?

@@ -4,6 +4,8 @@
 
 # shellcheck source=case_lib.bash
 source "$(dirname "${BASH_SOURCE[0]}")/case_lib.bash"
+# shellcheck source=../../scripts/lib/guest-devices.bash
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib/guest-devices.bash"
 
 # fuzz_programs: copies xiw_fuzz and xiw_fuzz_victim into a new directory
 # and prints it, so that a rebuild on the host does not pull them away
@@ -16,15 +18,6 @@ fuzz_programs() {
 	echo "$dir"
 }
 
-# fuzz_wait_listening LOG: waits up to 10 s for LOG to say "listening";
-# fails if it does not.
-fuzz_wait_listening() {
-	for _ in $(seq 1 100); do
-		grep -q listening "$1" && return 0
-		sleep 0.1
-	done
-	grep -q listening "$1"
-}
 
 # fuzz_end_victim PID VAR [WHO]: waits for the victim PID, which ends
 # after the fuzzer's last connection; a failed one sets VAR to its exit

@@ -23,8 +23,6 @@
 # Prints the frames sent, connections, the (opcode, outcome) table and the
 # Terminates by layer/type/code.
 set -euo pipefail
-# shellcheck source=../../scripts/lib/guest-devices.bash
-source "$(dirname "$0")/../../scripts/lib/guest-devices.bash"
 # shellcheck source=fuzz_lib.bash
 source "$(dirname "$0")/fuzz_lib.bash"
 
@@ -57,7 +55,7 @@ flog=$XIW_OUT/fuzz-wire.log
 timeout $((seconds + 600)) "$victim" listen "$addr" "$port" --conn-seconds 60 \
 	--hang-seconds 20 --file /mnt/xiw-fuzz/victim.dat >"$vlog" 2>&1 &
 vpid=$!
-fuzz_wait_listening "$vlog" || { echo "FAIL: the victim did not start"; cat "$vlog"; exit 1; }
+wait_listening "$vlog" || { echo "FAIL: the victim did not start"; cat "$vlog"; exit 1; }
 
 args=(wire --addr "$addr" --port "$port" --corpus "$corpus" --frames "$frames"
 	--seconds "$seconds" --set-params --kmsg --progress "$XIW_OUT/fuzz-progress.txt"

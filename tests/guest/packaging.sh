@@ -31,9 +31,6 @@ driver=/etc/libibverbs.d/xiw.driver
 dkms_dir=/lib/modules/$kver/updates/dkms
 packages=(xiw-dkms ibverbs-providers-xiw libxiw-dev)
 
-step() {
-	case_begin "$*"
-}
 fail() {
 	echo "FAIL: $*"
 	exit 1
@@ -45,7 +42,7 @@ not_there() {
 	done
 }
 
-step "preconditions"
+case_begin "preconditions"
 # dkms uses <(...), which needs /dev/fd.  A real system gets it from udev or
 # systemd; the guest's bare devtmpfs has none (see the report to the lead:
 # guest-init should create it).
@@ -66,7 +63,7 @@ not_there "$provider" "$driver" /usr/src/xiw-* /var/lib/dkms/xiw
 command -v dkms >/dev/null || fail "dkms is not installed"
 [[ -e /lib/modules/$kver/build/Makefile ]] || fail "no kernel headers for $kver"
 
-step "dpkg -i (DKMS builds xiw.ko for $kver)"
+case_begin "dpkg -i (DKMS builds xiw.ko for $kver)"
 if ! dpkg -i "${files[@]}"; then
 	for log in /var/lib/dkms/xiw/*/build/make.log; do
 		[[ -e $log ]] && { echo "-- $log"; cat "$log"; }
@@ -76,7 +73,7 @@ fi
 dkms status xiw
 dpkg -l "${packages[@]}" | tail -n 3
 
-step "the module DKMS installed"
+case_begin "the module DKMS installed"
 dkms_ko=$(find "$dkms_dir" -maxdepth 1 -name 'xiw.ko*' | head -n1)
 [[ -n $dkms_ko ]] || fail "no xiw.ko in $dkms_dir"
 ko=$(modinfo -n xiw)
@@ -89,7 +86,7 @@ grep -E 'alias rdma[-_]link[-_]xiw xiw$' "/lib/modules/$kver/modules.alias" ||
 modprobe -c | grep -E '^softdep xiw ' || fail "/usr/lib/modprobe.d/xiw.conf is not in effect"
 [[ ! -d /sys/module/xiw ]] || fail "installing loaded xiw"
 
-step "rdma link add xiw0 type xiw netdev d0, without modprobe"
+case_begin "rdma link add xiw0 type xiw netdev d0, without modprobe"
 # The harness loaded the uverbs and RDMA CM modules; unload them so that the
 # softdep of /usr/lib/modprobe.d/xiw.conf has to bring them back.
 softdep_checked=0
@@ -116,7 +113,7 @@ for _ in $(seq 1 50); do
 	sleep 0.1
 done
 
-step "ibv_devinfo -d xiw0 through the installed provider"
+case_begin "ibv_devinfo -d xiw0 through the installed provider"
 work=$(mktemp -d)
 ibv_devices
 LD_DEBUG=files ibv_devinfo -d xiw0 >"$work/devinfo.out" 2>"$work/ld-debug.out" || {
@@ -130,14 +127,14 @@ loaded=$(sed -n 's/.*file=\([^ ]*libxiw-rdmav34\.so\).*/\1/p' "$work/ld-debug.ou
 echo "provider loaded: $loaded"
 [[ $loaded == "$provider" ]] || fail "libibverbs loaded '$loaded', not $provider"
 
-step "a program built with the installed xiwdv.h and xiw.pc"
+case_begin "a program built with the installed xiwdv.h and xiw.pc"
 [[ $(pkg-config --modversion xiw) == 0.1.0 ]] || fail "pkg-config xiw version"
 # shellcheck disable=SC2046 # pkg-config prints separate words
 gcc -std=c99 -Wall -Wextra -Werror -o "$work/xiwdv_probe" tests/packaging/xiwdv_probe.c \
 	$(pkg-config --cflags --libs xiw)
 "$work/xiwdv_probe" xiw0
 
-step "perftest ib_write_lat through the installed packages"
+case_begin "perftest ib_write_lat through the installed packages"
 # 1. The server without -R (socket exchange) resolves xiw0, opens it through
 #    the installed provider and waits for a client.
 # 2. ib_write_lat -R, server and client over xiw0: both must complete.
@@ -211,11 +208,11 @@ perftest_over_rdma_cm() {
 }
 perftest_over_rdma_cm ib_write_lat -n 5
 
-step "perftest ib_atomic_lat (FetchAdd, CmpSwap) through the installed packages"
+case_begin "perftest ib_atomic_lat (FetchAdd, CmpSwap) through the installed packages"
 perftest_over_rdma_cm ib_atomic_lat -A FETCH_AND_ADD -n 5
 perftest_over_rdma_cm ib_atomic_lat -A CMP_AND_SWAP -n 5
 
-step "RDMA Flush, Verify, Atomic Write through the installed packages"
+case_begin "RDMA Flush, Verify, Atomic Write through the installed packages"
 # The tree's xiw_commit_test needs only libibverbs and the provider it
 # finds through /etc/libibverbs.d; its target is the emulated NVDIMM as
 # device DAX (flush to persistence; a file would need ext4, which 6.12
@@ -224,10 +221,7 @@ commit=$XIW_BUILD_DIR/tests/guest/xiw_commit_test
 dax=$(pmem_dax)
 timeout 300 "$commit" server -f "$dax" 192.0.2.1 7790 >"$work/commit-server.out" 2>&1 &
 server=$!
-for _ in $(seq 1 100); do
-	grep -q listening "$work/commit-server.out" && break
-	sleep 0.1
-done
+wait_listening "$work/commit-server.out" || true
 commit_rc=0
 timeout 120 "$commit" client 192.0.2.1 7790 pipeline quit || commit_rc=$?
 wait "$server" || commit_rc=1
@@ -235,7 +229,7 @@ cat "$work/commit-server.out"
 ((commit_rc == 0)) || fail "xiw_commit_test pipeline through the installed provider"
 rm -rf "$work"
 
-step "purge"
+case_begin "purge"
 rdma link delete xiw0
 ip link del d0
 rmmod xiw

@@ -15,11 +15,13 @@
 // past its bound or no cycle succeeded.  Prints "cycles: N ok, M failed".
 // With XIW_CHURN_FAULTS=1 in the environment (the soak's fault phase) the
 // kernel's fault injection applies to the server's and the client's own
-// verbs calls once they are set up; see arm_faults().
+// verbs calls once they are set up; see prepare_for_faults().
 
 #include "../hostile/hostile_lib.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <csignal>
@@ -45,41 +47,65 @@ struct region_info {
 	u32 slot_len;
 } __attribute__((packed));
 
-// Opt the process into failslab/fail_page_alloc (task-filter) from now on.
-// Not before exec, nor before librdmacm has loaded its providers: the
-// loader's own allocations would fail.  Everything mapped is locked first
-// so that no page of a program or library is read again through the
-// guest's 9p root while allocations fail (a failed 9p read leaves files
-// of the root unreadable for every process: "Invalid argument").
-bool faults_wanted()
-{
+// XIW_CHURN_FAULTS=1: the soak's fault phase.
+const bool g_faults = [] {
 	const char *v = std::getenv("XIW_CHURN_FAULTS");
 	return v && std::string(v) == "1";
-}
+}();
 
-void lock_memory_for_faults()
+// Before a fault_injection: the process opts into failslab/fail_page_alloc
+// (task-filter) itself, not before exec, and not before librdmacm has
+// loaded its providers: the loader's own allocations would fail.
+// Everything mapped is locked so that no page of a program or library is
+// read again through the guest's 9p root while allocations fail (a failed
+// 9p read leaves files of the root unreadable for every process: "Invalid
+// argument").
+void prepare_for_faults()
 {
-	if (faults_wanted() && mlockall(MCL_CURRENT | MCL_FUTURE))
+	if (!g_faults)
+		return;
+	if (rdma_event_channel *ch = rdma_create_event_channel())
+		rdma_destroy_event_channel(ch);
+	if (mlockall(MCL_CURRENT | MCL_FUTURE))
 		fail("mlockall: %s", std::strerror(errno));
 }
 
-// Per thread: make-it-fail belongs to a task and is inherited by threads
-// it creates afterwards only.  Disarmed again before the thread ends: the
+// Fault injection for the calling thread (make-it-fail belongs to a task
+// and only threads created afterwards inherit it) from construction to
+// off() or the end of its scope.  Off again before the thread ends: the
 // last task of a process closes its files at exit, and a failed allocation
-// there (a 9p clunk) breaks the guest's root as above.
-void set_faults(bool on)
-{
-	if (!faults_wanted())
-		return;
-	std::ofstream f("/proc/thread-self/make-it-fail");
-	f << (on ? "1\n" : "0\n");
-	f.flush();
-	if (!f)
-		fail("cannot write /proc/thread-self/make-it-fail");
-}
+// there (a 9p clunk) breaks the guest's root as above.  The file is opened
+// before the faults start: opening it allocates, writing to it does not.
+class fault_injection {
+public:
+	fault_injection()
+	{
+		if (!g_faults)
+			return;
+		fd_ = open("/proc/thread-self/make-it-fail", O_WRONLY | O_CLOEXEC);
+		if (fd_ < 0 || write(fd_, "1", 1) != 1)
+			fail("cannot write /proc/thread-self/make-it-fail: %s", std::strerror(errno));
+	}
+	~fault_injection() { off(); }
+	fault_injection(const fault_injection &) = delete;
+	fault_injection &operator=(const fault_injection &) = delete;
+
+	void off()
+	{
+		if (fd_ < 0)
+			return;
+		if (write(fd_, "0", 1) != 1)
+			fail("cannot write /proc/thread-self/make-it-fail: %s", std::strerror(errno));
+		close(fd_);
+		fd_ = -1;
+	}
+
+private:
+	int fd_ = -1;
+};
 
 // SIGTERM (the soak's stop_server) ends the server's loop, so that it
-// leaves through set_faults(false).
+// turns its fault injection off before it ends.
 volatile std::sig_atomic_t g_terminate = 0;
 
 // ----------------------------------------------------------------- server
@@ -107,8 +133,8 @@ int run_server(const char *addr, const char *port, int seconds)
 	std::printf("xiw_churn server: listening on %s:%s\n", addr, port);
 	std::fflush(stdout);
 	std::signal(SIGTERM, [](int) { g_terminate = 1; });
-	lock_memory_for_faults();
-	set_faults(true);
+	prepare_for_faults();
+	fault_injection faults;
 	std::map<rdma_cm_id *, ibv_cq *> conns;
 	u64 accepted = 0;
 	const long long until = xiw_raw::now_ms() + seconds * 1000LL;
@@ -159,7 +185,7 @@ int run_server(const char *addr, const char *port, int seconds)
 		ibv_destroy_cq(cq);
 		rdma_destroy_id(id);
 	}
-	set_faults(false);
+	faults.off();
 	for (auto &[id, cq] : conns) {
 		rdma_disconnect(id);
 		rdma_destroy_qp(id);
@@ -317,14 +343,10 @@ int run_client(const char *addr, const char *port, u32 slots, u64 cycles, int se
 	outcome out;
 	const long long until = xiw_raw::now_ms() + seconds * 1000LL;
 	std::vector<std::thread> threads;
-	// librdmacm loads libibverbs' providers the first time it is used: now,
-	// not under fault injection.
-	if (rdma_event_channel *ch = rdma_create_event_channel())
-		rdma_destroy_event_channel(ch);
-	lock_memory_for_faults();
+	prepare_for_faults();
 	for (u32 s = 0; s < slots; s++)
 		threads.emplace_back([&, s] {
-			set_faults(true);
+			const fault_injection faults;
 			while (!out.stop.load() && xiw_raw::now_ms() < until &&
 			       out.started.fetch_add(1) < cycles) {
 				const std::string why = cycle(addr, port, s).run();
@@ -338,7 +360,6 @@ int run_client(const char *addr, const char *port, u32 slots, u64 cycles, int se
 				if (!tolerate)
 					out.stop = true;
 			}
-			set_faults(false);
 		});
 	for (std::thread &t : threads)
 		t.join();
