@@ -78,11 +78,25 @@ perftest_once() {
 		rc=1
 	fi
 	if [ "$rc" != 0 ]; then
-		sed 's/^/  client: /' "$XIW_OUT/perftest-client.log"
-		sed 's/^/  server: /' "$XIW_OUT/perftest-server.log"
+		{
+			echo "== $tool $* (exit $rc)"
+			sed 's/^/  client: /' "$XIW_OUT/perftest-client.log"
+			sed 's/^/  server: /' "$XIW_OUT/perftest-server.log"
+		} | tee -a "$XIW_OUT/perftest-failures.log"
 		return "$rc"
 	fi
 	grep -E '^ *[0-9]+ +[0-9]+ ' "$XIW_OUT/perftest-client.log" | tail -n 1
+}
+
+# perftest_failures: what every failed perftest_once printed, and the
+# kernel's last lines, again: a test's verdict comes last, and a reader of
+# only its end then sees why.
+perftest_failures() {
+	[ -s "$XIW_OUT/perftest-failures.log" ] || return 0
+	echo "== the failed perftest runs again"
+	cat "$XIW_OUT/perftest-failures.log"
+	echo "== the kernel's last lines"
+	dmesg | tail -n 20
 }
 
 # perftest_run HOST TOOL ADDR ARGS...: perftest_once, once more if it

@@ -50,5 +50,5 @@ for tool in ib_send_bw ib_send_lat; do
 done
 
 case_end
-[ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
+[ -z "$failed" ] || { perftest_failures; echo "FAIL:$failed"; exit 1; }
 echo "srq: ok"

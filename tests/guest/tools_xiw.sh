@@ -51,5 +51,5 @@ done
 kill "$qserver" 2>/dev/null || true
 wait "$qserver" 2>/dev/null || true
 case_end
-[ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
+[ -z "$failed" ] || { perftest_failures; echo "FAIL:$failed"; exit 1; }
 echo "tools: ok"

@@ -13,6 +13,7 @@
 // on the first failed cycle, or with "tolerate" (the soak's link, kill
 // and fault phases) counts failed cycles and fails only if a call hangs
 // past its bound or no cycle succeeded.  Prints "cycles: N ok, M failed".
+// SIGUSR1 holds the client (the soak's rmmod phase; see hold_gate).
 // With XIW_CHURN_FAULTS=1 in the environment (the soak's fault phase) the
 // kernel's fault injection applies to the server's and the client's own
 // verbs calls once they are set up; see prepare_for_faults().
@@ -203,6 +204,66 @@ int run_server(const char *addr, const char *port, int seconds)
 
 // ----------------------------------------------------------------- client
 
+// SIGUSR1, sent by the soak's rmmod phase before it unregisters the
+// devices, holds the client: from then on no cycle starts a route
+// resolution (its ID waits at the gate with its address resolved) and a
+// connection that is up keeps moving data instead of closing, so the
+// devices go away under live traffic.  Once every slot is at the gate or
+// lingering the client prints "held: N connections open".
+//
+// Why: rdma_cm itself (6.1 to at least 6.12, whatever the driver) has a
+// race at device removal.  cma_send_device_removal_put() drops the ID's
+// handler_mutex after the DEVICE_REMOVAL event and then calls
+// cma_cancel_operation() with the state it saw; ucma reacts to that event
+// by destroying the ID from its close_work, which clears id.device
+// (cma_release_dev()).  For an ID in RDMA_CM_ROUTE_QUERY the cancel then
+// reads id.device->port_data: a NULL dereference in cma_cancel_route()
+// (hit once by guest.soak in CI, in ib_unregister_work).  No driver can
+// close that window; the test stays out of it.
+volatile std::sig_atomic_t g_hold = 0;
+
+class hold_gate {
+public:
+	// Before a route resolution: true to go on, false if the client was
+	// held until its end.
+	bool pass(long long until)
+	{
+		if (!g_hold)
+			return true;
+		settled_++;
+		while (xiw_raw::now_ms() < until)
+			std::this_thread::sleep_for(std::chrono::milliseconds(50));
+		settled_--;
+		return false;
+	}
+	// Scope of a connection kept open while held.
+	void linger_begin()
+	{
+		settled_++;
+		lingering_++;
+	}
+	void linger_end()
+	{
+		lingering_--;
+		settled_--;
+	}
+	void thread_done() { done_++; }
+	// Prints the "held" line once every one of SLOTS threads is settled.
+	void announce_when_held(u32 slots)
+	{
+		if (announced_ || !g_hold || settled_.load() + done_.load() < slots)
+			return;
+		announced_ = true;
+		std::printf("xiw_churn client: held: %u connections open\n", lingering_.load());
+		std::fflush(stdout);
+	}
+	bool all_done(u32 slots) const { return done_.load() == slots; }
+
+private:
+	std::atomic<u32> settled_{0}, lingering_{0}, done_{0};
+	bool announced_ = false;
+};
+
 struct outcome {
 	std::atomic<u64> ok{0}, failed{0}, started{0};
 	std::atomic<bool> stop{false};
@@ -213,7 +274,8 @@ struct outcome {
 // One cycle of slot S; empty on success, else what failed.
 class cycle {
 public:
-	cycle(const char *addr, const char *port, u32 slot) : addr_(addr), port_(port), slot_(slot)
+	cycle(const char *addr, const char *port, u32 slot, hold_gate &gate, long long until)
+		: addr_(addr), port_(port), slot_(slot), gate_(gate), until_(until)
 	{
 	}
 	~cycle()
@@ -248,6 +310,8 @@ public:
 		rdma_freeaddrinfo(res);
 		if (ra || !expect(RDMA_CM_EVENT_ADDR_RESOLVED))
 			return "address resolution";
+		if (!gate_.pass(until_))
+			return "the gate (held)";
 		if (rdma_resolve_route(id_, 5000) || !expect(RDMA_CM_EVENT_ROUTE_RESOLVED))
 			return "route resolution";
 		pd_ = ibv_alloc_pd(id_->verbs);
@@ -264,23 +328,15 @@ public:
 			return "connect";
 		if (info_.slot_len < slot_len || info_.rkey == 0)
 			return "the server's private data";
-		const u64 remote = info_.addr + slot_ * slot_len;
-		for (std::size_t i = 0; i < xfer_len; i++)
-			buf_[i] = static_cast<u8>(i * 31 + slot_ + serial_);
-		if (!post(IBV_WR_SEND, 0, msg_len, 0) ||
-		    !post(IBV_WR_RDMA_WRITE, 0, xfer_len, remote) ||
-		    !post(IBV_WR_RDMA_READ, xfer_len, xfer_len, remote) ||
-		    !post(IBV_WR_ATOMIC_FETCH_AND_ADD, 2 * xfer_len, 8, remote + xfer_len))
-			return "ibv_post_send";
-		for (int k = 0; k < 4; k++) {
-			ibv_wc wc{};
-			if (!xiw_test::poll_one(cq_, wc, wait_ms))
-				return "a completion in time";
-			if (wc.status != IBV_WC_SUCCESS)
-				return std::string("completion: ") + ibv_wc_status_str(wc.status);
+		if (std::string why = transfer(true); !why.empty())
+			return why;
+		if (g_hold) {
+			gate_.linger_begin();
+			std::string why = linger();
+			gate_.linger_end();
+			if (!why.empty())
+				return "lingering: " + why;
 		}
-		if (std::memcmp(buf_, buf_ + xfer_len, xfer_len))
-			return "the Read returned other data than the Write wrote";
 		if (rdma_disconnect(id_) || !expect(RDMA_CM_EVENT_DISCONNECTED))
 			return "disconnect";
 		return "";
@@ -289,6 +345,41 @@ public:
 	static inline std::atomic<u32> serials{0};
 
 private:
+	// A Send (WITH_SEND), an RDMA Write of 4 KiB into the server's region,
+	// a Read of it back (compared) and a FetchAdd.
+	std::string transfer(bool with_send)
+	{
+		const u64 remote = info_.addr + slot_ * slot_len;
+		serial_++;
+		for (std::size_t i = 0; i < xfer_len; i++)
+			buf_[i] = static_cast<u8>(i * 31 + slot_ + serial_);
+		if ((with_send && !post(IBV_WR_SEND, 0, msg_len, 0)) ||
+		    !post(IBV_WR_RDMA_WRITE, 0, xfer_len, remote) ||
+		    !post(IBV_WR_RDMA_READ, xfer_len, xfer_len, remote) ||
+		    !post(IBV_WR_ATOMIC_FETCH_AND_ADD, 2 * xfer_len, 8, remote + xfer_len))
+			return "ibv_post_send";
+		for (int k = 0; k < (with_send ? 4 : 3); k++) {
+			ibv_wc wc{};
+			if (!xiw_test::poll_one(cq_, wc, wait_ms))
+				return "a completion in time";
+			if (wc.status != IBV_WC_SUCCESS)
+				return std::string("completion: ") + ibv_wc_status_str(wc.status);
+		}
+		if (std::memcmp(buf_, buf_ + xfer_len, xfer_len))
+			return "the Read returned other data than the Write wrote";
+		return "";
+	}
+	// Held: transfers (no Sends: the server posted one receive) until the
+	// client's end or the first failure, which the device's removal brings.
+	std::string linger()
+	{
+		while (xiw_raw::now_ms() < until_) {
+			if (std::string why = transfer(false); !why.empty())
+				return why;
+			std::this_thread::sleep_for(std::chrono::milliseconds(20));
+		}
+		return "";
+	}
 	bool expect(rdma_cm_event_type want)
 	{
 		pollfd p{ch_->fd, POLLIN, 0};
@@ -326,6 +417,8 @@ private:
 
 	const char *addr_, *port_;
 	u32 slot_, serial_ = serials++;
+	hold_gate &gate_;
+	long long until_;
 	rdma_event_channel *ch_ = nullptr;
 	rdma_cm_id *id_ = nullptr;
 	ibv_pd *pd_ = nullptr;
@@ -341,15 +434,19 @@ int run_client(const char *addr, const char *port, u32 slots, u64 cycles, int se
 	if (slots == 0 || slots > max_slots)
 		fail("1..%u slots", max_slots);
 	outcome out;
+	hold_gate gate;
 	const long long until = xiw_raw::now_ms() + seconds * 1000LL;
 	std::vector<std::thread> threads;
+	std::signal(SIGUSR1, [](int) { g_hold = 1; });
+	std::printf("xiw_churn client: %u slots connecting to %s:%s\n", slots, addr, port);
+	std::fflush(stdout);
 	prepare_for_faults();
 	for (u32 s = 0; s < slots; s++)
 		threads.emplace_back([&, s] {
 			const fault_injection faults;
 			while (!out.stop.load() && xiw_raw::now_ms() < until &&
 			       out.started.fetch_add(1) < cycles) {
-				const std::string why = cycle(addr, port, s).run();
+				const std::string why = cycle(addr, port, s, gate, until).run();
 				if (why.empty()) {
 					out.ok++;
 					continue;
@@ -360,7 +457,12 @@ int run_client(const char *addr, const char *port, u32 slots, u64 cycles, int se
 				if (!tolerate)
 					out.stop = true;
 			}
+			gate.thread_done();
 		});
+	while (!gate.all_done(slots)) {
+		gate.announce_when_held(slots);
+		std::this_thread::sleep_for(std::chrono::milliseconds(50));
+	}
 	for (std::thread &t : threads)
 		t.join();
 	std::printf("xiw_churn client: cycles: %" PRIu64 " ok, %" PRIu64 " failed, %u slots\n",
