@@ -18,7 +18,6 @@ fuzz_programs() {
 	echo "$dir"
 }
 
-
 # fuzz_end_victim PID VAR [WHO]: waits for the victim PID, which ends
 # after the fuzzer's last connection; a failed one sets VAR to its exit
 # status.  One still running 30 s on is sent SIGTERM; one still there 35 s
