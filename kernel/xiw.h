@@ -50,6 +50,7 @@ struct xiw_device {
 
 	struct xarray qp_xa;
 	struct xarray mr_xa;
+	struct xarray cep_xa;	/* Requests iw_cm holds (xiw_cm.c) */
 	atomic_t num_pd;
 	atomic_t num_cq;
 	atomic_t num_qp;
@@ -57,6 +58,7 @@ struct xiw_device {
 	atomic_t num_srq;
 	u32 qpn_next;		/* cyclic allocation cursors */
 	u32 stag_index_next;
+	u32 cep_handle_next;
 };
 
 struct xiw_ucontext {
@@ -455,6 +457,10 @@ static inline struct xiw_mr *to_xiw_mr(struct ib_mr *ibmr)
 struct xiw_qp *xiw_cep_qp(struct xiw_cep *cep);
 void xiw_cm_qp_close(struct xiw_cep *cep, bool abortive);
 void xiw_cm_rtr_received(struct xiw_cep *cep);
+
+/* xiw_cm.c, for the device */
+void xiw_cm_device_gone(struct xiw_device *xdev);
+void xiw_cm_debugfs_init(struct dentry *dir);
 
 /* xiw_qp.c, for the CM */
 int xiw_qp_llp_bind(struct xiw_qp *qp, struct xiw_cep *cep,

@@ -14,6 +14,7 @@
  * Lock order: a child endpoint's mutex, then its listener's mutex
  * (SINGLE_DEPTH_NESTING); then a QP's state_lock; then sk_callback_lock.
  */
+#include <linux/debugfs.h>
 #include <linux/inetdevice.h>
 #include <linux/module.h>
 #include <linux/tcp.h>
@@ -57,6 +58,17 @@ static uint mpa_backlog = 128;
 module_param(mpa_backlog, uint, 0644);
 MODULE_PARM_DESC(mpa_backlog, "Connections per listener still in the MPA exchange (default 128)");
 
+/*
+ * How long, in mpa_timeouts, a Request handed to iw_cm may wait for the
+ * ULP's accept or reject: a minute by default, as long as any initiator
+ * is known to wait for the Reply (cxgb4's ep_timeout_secs).  Beyond it
+ * iw_cm has dropped the event (see xiw_cep_publish()).
+ */
+#define XIW_ANSWER_MPA_TIMEOUTS 6
+
+/* Endpoints alive, for tests that look for leaks (debugfs). */
+static atomic_t xiw_cep_count = ATOMIC_INIT(0);
+
 /* iw_cm carries at most this much private data (u8 length). */
 #define XIW_CM_MAX_ULP_PD 255
 /* Addresses a wildcard listener covers, per device. */
@@ -95,7 +107,7 @@ struct xiw_cep {
 	bool timer_armed;
 	bool listening;			/* a listener, for its whole life */
 	bool bound;			/* xiw_qp_llp_bind() succeeded */
-	bool iwcm_ref;			/* iw_cm holds us as provider_data */
+	u32 handle;			/* in xdev->cep_xa, iw_cm's provider_data */
 
 	struct xiw_device *xdev;
 	struct socket *sock;
@@ -149,6 +161,7 @@ static struct xiw_cep *xiw_cep_alloc(struct xiw_device *xdev)
 	INIT_LIST_HEAD(&cep->entry);
 	cep->xdev = xdev;
 	cep->state = XIW_CEP_IDLE;
+	atomic_inc(&xiw_cep_count);
 	return cep;
 }
 
@@ -158,6 +171,7 @@ static void xiw_cep_release(struct kref *ref)
 
 	kfree(cep->tx_pd);
 	kfree(cep);
+	atomic_dec(&xiw_cep_count);
 }
 
 static void xiw_cep_get(struct xiw_cep *cep)
@@ -179,12 +193,12 @@ static void xiw_cep_queue(struct xiw_cep *cep, int event)
 		xiw_cep_put(cep);
 }
 
-static void xiw_cep_arm_timer(struct xiw_cep *cep)
+static void xiw_cep_arm_timer(struct xiw_cep *cep, unsigned int seconds)
 {
 	cep->timer_armed = true;
 	xiw_cep_get(cep);
 	if (!queue_delayed_work(xiw_wq, &cep->timer,
-				max_t(uint, mpa_timeout, 1) * HZ))
+				max_t(uint, seconds, 1) * HZ))
 		xiw_cep_put(cep);
 }
 
@@ -314,12 +328,49 @@ static void xiw_cep_drop_cm_id(struct xiw_cep *cep)
 	}
 }
 
-static void xiw_cep_drop_iwcm_ref(struct xiw_cep *cep)
+/*
+ * iw_cm keeps the provider_data of a CONNECT_REQUEST for its accept or
+ * reject, but it may drop the event and then call neither: when the
+ * listener's cm_id is destroyed before its event work runs, or when it
+ * cannot make the new cm_id.  So it gets a handle into xdev->cep_xa, not
+ * the endpoint.  Whoever takes the handle out first (accept, reject, the
+ * peer's close, the answer deadline, the device going away) owns the
+ * table's reference; a later downcall finds nothing.  cep->mutex held.
+ */
+static int xiw_cep_publish(struct xiw_cep *cep)
 {
-	if (cep->iwcm_ref) {
-		cep->iwcm_ref = false;
+	struct xiw_device *xdev = cep->xdev;
+	int rc;
+
+	xiw_cep_get(cep);
+	rc = xa_alloc_cyclic(&xdev->cep_xa, &cep->handle, cep,
+			     XA_LIMIT(1, U32_MAX), &xdev->cep_handle_next,
+			     GFP_KERNEL);
+	if (rc < 0) {
+		cep->handle = 0;
 		xiw_cep_put(cep);
+		return rc;
 	}
+	return 0;
+}
+
+/* Take the handle back unless a downcall did.  cep->mutex held. */
+static void xiw_cep_unpublish(struct xiw_cep *cep)
+{
+	/* Not the last reference: the caller holds one. */
+	if (cep->handle && xa_erase(&cep->xdev->cep_xa, cep->handle) == cep)
+		xiw_cep_put(cep);
+	cep->handle = 0;
+}
+
+/* For a downcall: the endpoint behind @id, with the table's reference. */
+static struct xiw_cep *xiw_cep_take_published(struct iw_cm_id *id)
+{
+	unsigned long handle = (uintptr_t)id->provider_data;
+
+	if (!handle)
+		return NULL;
+	return xa_erase(&to_xiw_dev(id->device)->cep_xa, handle);
 }
 
 /* ==== Upcalls to iw_cm ==== */
@@ -355,7 +406,7 @@ static int xiw_cm_upcall(struct xiw_cep *cep, struct iw_cm_id *id,
 	}
 	switch (type) {
 	case IW_CM_EVENT_CONNECT_REQUEST:
-		ev.provider_data = cep;
+		ev.provider_data = (void *)(uintptr_t)cep->handle;
 		fallthrough;
 	case IW_CM_EVENT_CONNECT_REPLY:
 	case IW_CM_EVENT_ESTABLISHED:
@@ -732,7 +783,7 @@ int xiw_connect(struct iw_cm_id *id, struct iw_cm_conn_param *param)
 	cep->cm_id = id;
 	xiw_cep_attach_sock(cep, sock, NULL);
 	cep->state = XIW_CEP_CONNECTING;
-	xiw_cep_arm_timer(cep);
+	xiw_cep_arm_timer(cep, mpa_timeout);
 
 	/* A QP being destroyed is not connected; else it can fail us. */
 	mutex_lock(&cep->qp->state_lock);
@@ -826,24 +877,23 @@ static void xiw_passive_process_request(struct xiw_cep *cep)
 	if (!l)
 		goto drop;
 
-	/*
-	 * iw_cm's reference: held as the new cm_id's provider_data until
-	 * it accepts or rejects.
-	 */
-	xiw_cep_get(cep);
-	cep->iwcm_ref = true;
 	cep->state = XIW_CEP_REQ_DELIVERED;
-
 	mutex_lock_nested(&l->mutex, SINGLE_DEPTH_NESTING);
-	if (l->state == XIW_CEP_LISTEN && l->cm_id)
-		rc = xiw_cm_upcall(cep, l->cm_id, IW_CM_EVENT_CONNECT_REQUEST,
-				   0, pd, pd_len);
+	if (l->state == XIW_CEP_LISTEN && l->cm_id) {
+		rc = xiw_cep_publish(cep);
+		if (!rc)
+			rc = xiw_cm_upcall(cep, l->cm_id,
+					   IW_CM_EVENT_CONNECT_REQUEST, 0, pd,
+					   pd_len);
+	}
 	mutex_unlock(&l->mutex);
 	xiw_child_unlink(cep);
 	if (rc) {
-		xiw_cep_drop_iwcm_ref(cep);
+		xiw_cep_unpublish(cep);
 		xiw_cep_release_sock(cep, true);
+		return;
 	}
+	xiw_cep_arm_timer(cep, XIW_ANSWER_MPA_TIMEOUTS * mpa_timeout);
 	return;
 
 drop:
@@ -861,6 +911,23 @@ static void xiw_passive_read_request(struct xiw_cep *cep)
 	} else if (rc > 0) {
 		xiw_passive_process_request(cep);
 	}
+}
+
+/*
+ * The ULP has not answered the Request in XIW_ANSWER_MPA_TIMEOUTS: iw_cm
+ * dropped it, and the initiator has given up waiting.
+ */
+static void xiw_passive_unanswered(struct xiw_cep *cep)
+{
+	struct sockaddr_storage peer = {};
+
+	if (cep->sock)
+		kernel_getpeername(cep->sock, (struct sockaddr *)&peer);
+	ibdev_info_ratelimited(&cep->xdev->ibdev,
+			       "connection request from %pISpc not answered in %u s, closed\n",
+			       &peer, XIW_ANSWER_MPA_TIMEOUTS * mpa_timeout);
+	xiw_cep_unpublish(cep);
+	xiw_cep_release_sock(cep, true);
 }
 
 static void xiw_listener_accept(struct xiw_cep *l)
@@ -899,7 +966,7 @@ static void xiw_listener_accept(struct xiw_cep *l)
 		cep->listener = l;
 		list_add_tail(&cep->entry, &l->children);
 		l->nchildren++;
-		xiw_cep_arm_timer(cep);
+		xiw_cep_arm_timer(cep, mpa_timeout);
 		xiw_cep_attach_sock(cep, nsock, l);
 		/* The Request, or a FIN, may have come before our callbacks. */
 		xiw_cep_queue(cep, XIW_EV_DATA);
@@ -1121,29 +1188,33 @@ int xiw_destroy_listen(struct iw_cm_id *id)
 int xiw_accept(struct iw_cm_id *id, struct iw_cm_conn_param *param)
 {
 	const struct xiw_mpa_policy pol = xiw_mpa_local_policy(false);
-	struct xiw_cep *cep = id->provider_data;
 	struct xiw_mpa_v2_ird_ord v2w;
 	struct xiw_mpa_result res;
 	struct xiw_mpa_terms rep;
+	struct xiw_cep *cep;
 	struct xiw_qp *qp;
 	int rc;
 
+	/* Closed meanwhile: by the peer, the deadline or the device. */
+	cep = xiw_cep_take_published(id);
 	if (!cep)
-		return -EINVAL;
+		return -ECONNRESET;
+	mutex_lock(&cep->mutex);
+	cep->handle = 0;
+	rc = -ECONNRESET;
+	if (cep->state != XIW_CEP_REQ_DELIVERED)
+		goto out;
+	xiw_cep_disarm_timer(cep);
+	/*
+	 * iw_cm neither rejects nor destroys through us after a failed
+	 * accept: the connection ends here.
+	 */
+	rc = -EINVAL;
 	if (param->private_data_len > XIW_CM_MAX_ULP_PD)
-		return -EINVAL;
+		goto err;
 	qp = xiw_qp_for_cm(id, param->qpn);
 	if (!qp)
-		return -EINVAL;
-
-	/* Ours for the call: iw_cm's reference may go on the way. */
-	xiw_cep_get(cep);
-	mutex_lock(&cep->mutex);
-	if (cep->state != XIW_CEP_REQ_DELIVERED || !cep->iwcm_ref) {
-		/* The peer went away while the ULP thought about it. */
-		rc = -ECONNRESET;
-		goto out;
-	}
+		goto err;
 	xiw_qp_get_ref(&qp->ibqp);
 	WRITE_ONCE(cep->qp, qp);
 	id->add_ref(id);
@@ -1167,21 +1238,18 @@ int xiw_accept(struct iw_cm_id *id, struct iw_cm_conn_param *param)
 	if (cep->conn.p2p) {
 		/* ESTABLISHED once the initiator's RTR is in (RFC 6581 §5.2). */
 		cep->state = XIW_CEP_AWAIT_RTR;
-		xiw_cep_arm_timer(cep);
+		xiw_cep_arm_timer(cep, mpa_timeout);
 	} else {
 		cep->state = XIW_CEP_ESTABLISHED;
 		xiw_cm_upcall(cep, id, IW_CM_EVENT_ESTABLISHED, 0, NULL, 0);
 	}
-	mutex_unlock(&cep->mutex);
-	xiw_cep_put(cep);
-	return 0;
+	goto out;
 
 err:
 	/* iw_cm expects no event after a failed accept. */
 	xiw_cep_release_sock(cep, true);
 	xiw_cep_drop_cm_id(cep);
 out:
-	xiw_cep_drop_iwcm_ref(cep);
 	mutex_unlock(&cep->mutex);
 	xiw_cep_put(cep);
 	return rc;
@@ -1190,15 +1258,16 @@ out:
 int xiw_reject(struct iw_cm_id *id, const void *pdata, u8 pdata_len)
 {
 	const struct xiw_mpa_policy pol = xiw_mpa_local_policy(false);
-	struct xiw_cep *cep = id->provider_data;
 	struct xiw_mpa_v2_ird_ord v2w;
 	struct xiw_mpa_terms rep;
+	struct xiw_cep *cep;
 
+	cep = xiw_cep_take_published(id);
 	if (!cep)
-		return -EINVAL;
-	xiw_cep_get(cep);
+		return 0;
 	mutex_lock(&cep->mutex);
-	if (cep->state == XIW_CEP_REQ_DELIVERED && cep->iwcm_ref) {
+	cep->handle = 0;
+	if (cep->state == XIW_CEP_REQ_DELIVERED) {
 		/* RFC 5044 §7.1: a Reply with R = 1, then close. */
 		xiw_mpa_reject(&cep->req, &pol, &rep);
 		xiw_mpa_terms_word(&rep, &v2w);
@@ -1206,13 +1275,32 @@ int xiw_reject(struct iw_cm_id *id, const void *pdata, u8 pdata_len)
 			     rep.has_v2w ? &v2w : NULL, pdata, pdata_len);
 		xiw_cep_release_sock(cep, false);
 	}
-	if (cep->iwcm_ref) {
-		id->provider_data = NULL;
-		xiw_cep_drop_iwcm_ref(cep);
-	}
 	mutex_unlock(&cep->mutex);
 	xiw_cep_put(cep);
 	return 0;
+}
+
+/* The device is going away: close the Requests iw_cm never answered. */
+void xiw_cm_device_gone(struct xiw_device *xdev)
+{
+	unsigned long handle;
+	struct xiw_cep *cep;
+
+	xa_for_each(&xdev->cep_xa, handle, cep) {
+		/* Only what we took out is ours to touch. */
+		if (xa_erase(&xdev->cep_xa, handle) != cep)
+			continue;
+		mutex_lock(&cep->mutex);
+		cep->handle = 0;
+		xiw_cep_release_sock(cep, true);
+		mutex_unlock(&cep->mutex);
+		xiw_cep_put(cep);
+	}
+}
+
+void xiw_cm_debugfs_init(struct dentry *dir)
+{
+	debugfs_create_atomic_t("endpoints", 0444, dir, &xiw_cep_count);
 }
 
 /* ==== Established connections ==== */
@@ -1235,7 +1323,6 @@ static void xiw_conn_close(struct xiw_cep *cep, bool abortive, bool peer_fin,
 	if (id)
 		xiw_cm_upcall(cep, id, IW_CM_EVENT_CLOSE, status, NULL, 0);
 	xiw_cep_drop_cm_id(cep);
-	xiw_cep_drop_iwcm_ref(cep);
 }
 
 static bool xiw_cep_connected(const struct xiw_cep *cep)
@@ -1309,8 +1396,10 @@ static void xiw_cep_work(struct work_struct *work)
 		case XIW_CEP_REQ_DELIVERED:
 			/* Gone before the ULP decided: accept will fail. */
 			if (READ_ONCE(cep->sock->sk->sk_state) !=
-			    TCP_ESTABLISHED)
+			    TCP_ESTABLISHED) {
+				xiw_cep_unpublish(cep);
 				xiw_cep_release_sock(cep, true);
+			}
 			break;
 		case XIW_CEP_AWAIT_RTR:
 		case XIW_CEP_ESTABLISHED:
@@ -1347,6 +1436,9 @@ static void xiw_cep_timeout(struct work_struct *work)
 			break;
 		case XIW_CEP_AWAIT_REQUEST:
 			xiw_child_drop(cep);
+			break;
+		case XIW_CEP_REQ_DELIVERED:
+			xiw_passive_unanswered(cep);
 			break;
 		case XIW_CEP_AWAIT_RTR:
 			xiw_conn_close(cep, true, false, -ETIMEDOUT);

@@ -3,6 +3,7 @@
  * xiw module: device life cycle.  Devices are created on demand with
  * `rdma link add xiwN type xiw netdev IF` and follow their netdev.
  */
+#include <linux/debugfs.h>
 #include <linux/etherdevice.h>
 #include <linux/module.h>
 #include <net/addrconf.h>
@@ -35,12 +36,15 @@ static void xiw_dealloc_driver(struct ib_device *ibdev)
 	list_del_init(&xdev->devices_entry);
 	mutex_unlock(&xiw_devices_lock);
 
+	xiw_cm_device_gone(xdev);
 	/* MRs freed by their last data path user release pages through us. */
 	flush_workqueue(xiw_wq);
 	WARN_ON(!xa_empty(&xdev->qp_xa));
 	WARN_ON(!xa_empty(&xdev->mr_xa));
+	WARN_ON(!xa_empty(&xdev->cep_xa));
 	xa_destroy(&xdev->qp_xa);
 	xa_destroy(&xdev->mr_xa);
+	xa_destroy(&xdev->cep_xa);
 }
 
 /* Only Ethernet-like devices carry the TCP streams iWARP runs over. */
@@ -166,6 +170,7 @@ static struct xiw_device *xiw_device_alloc(struct net_device *netdev)
 	xa_init_flags(&xdev->qp_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ);
 	lockdep_set_class(&xdev->qp_xa.xa_lock, &xiw_qp_xa_key);
 	xa_init_flags(&xdev->mr_xa, XA_FLAGS_ALLOC1);
+	xa_init_flags(&xdev->cep_xa, XA_FLAGS_ALLOC1);
 	xdev->netdev = netdev;
 
 	/*
@@ -293,6 +298,9 @@ static const struct ib_device_ops xiw_device_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, xiw_ucontext, ibucontext),
 };
 
+/* Counters for tests, in /sys/kernel/debug/xiw/. */
+static struct dentry *xiw_debugfs;
+
 static int __init xiw_init_module(void)
 {
 	int err;
@@ -312,6 +320,8 @@ static int __init xiw_init_module(void)
 		destroy_workqueue(xiw_wq);
 		return err;
 	}
+	xiw_debugfs = debugfs_create_dir(XIW_DRIVER_NAME, NULL);
+	xiw_cm_debugfs_init(xiw_debugfs);
 	rdma_link_register(&xiw_link_ops);
 	return 0;
 }
@@ -342,6 +352,7 @@ static void __exit xiw_exit_module(void)
 		put_device(&xdev->ibdev.dev);
 	}
 	destroy_workqueue(xiw_wq);
+	debugfs_remove(xiw_debugfs);
 }
 
 module_init(xiw_init_module);

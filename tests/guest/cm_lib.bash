@@ -118,3 +118,16 @@ wait_established() {
 	echo "no established connection ($2) on host $1"
 	return 1
 }
+
+# cm_no_endpoints_left: xiw frees every connection endpoint (its count in
+# debugfs) within 10 s times XIW_TIME_FACTOR once the connections ended.
+cm_no_endpoints_left() {
+	local count=/sys/kernel/debug/xiw/endpoints n
+	for _ in $(seq 1 $((100 * ${XIW_TIME_FACTOR:-1}))); do
+		n=$(<"$count")
+		((n == 0)) && { echo "xiw endpoints: 0"; return 0; }
+		sleep 0.1
+	done
+	echo "xiw endpoints left: $n"
+	return 1
+}

@@ -112,6 +112,82 @@ wait "$ppid"
 wait_no_conn a $port
 echo 2 >/sys/module/xiw/parameters/mpa_timeout
 
+# --- a Request that iw_cm drops after xiw handed it over: its listener
+# (tests/kmod/xiw_cm_hold.ko, on host b) is destroyed while the event
+# waits behind another listener's handler (as when a server process dies
+# with requests in flight).  iw_cm then never accepts nor
+# rejects it; xiw must close it once the ULP's time to answer is over
+# (6 mpa_timeouts) and free its endpoint.  Was: held for ever, the TCP
+# connection open and the endpoint leaked.
+case_begin "a Request iw_cm dropped is closed when its answer is overdue"
+insmod "${XIW_TEST_KMOD_DIR:?set by scripts/guest}/xiw_cm_hold.ko" \
+	addr="$B" port_held=7497 port_dropped=7498
+mpa=$(</sys/module/xiw/parameters/mpa_timeout)
+# hold_client PORT LIMIT: a good MPA Request from host a, then the
+# answer or the close, within LIMIT seconds.
+hold_client() {
+	in_ns a "$py" - "$B" "$1" "${key_req}40010000" "$2" <<'PY'
+import socket, sys, time
+addr, port, req, limit = sys.argv[1], int(sys.argv[2]), bytes.fromhex(sys.argv[3]), float(sys.argv[4])
+s = socket.create_connection((addr, port), timeout=5)
+s.sendall(req)
+print("sent", flush=True)
+t0 = time.monotonic()
+s.settimeout(limit)
+try:
+    got = s.recv(100)
+except ConnectionResetError:
+    got = b''
+except socket.timeout:
+    print(f"not closed after {limit:.0f} s"); sys.exit(1)
+dt = time.monotonic() - t0
+print(("answered " + got[:20].hex() if got else "closed") + f" after {dt:.1f} s")
+PY
+}
+hold_log=$XIW_OUT/cm-hold-held.log drop_log=$XIW_OUT/cm-hold-dropped.log
+hold_client 7497 $((9 * mpa)) >"$hold_log" 2>&1 &
+held_pid=$!
+# wait_for LOG PATTERN: until PATTERN is in LOG (a file or "dmesg").
+wait_for() {
+	for _ in $(seq 1 $((100 * ${XIW_TIME_FACTOR:-1}))); do
+		if [ "$1" = dmesg ]; then dmesg; else cat "$1"; fi | grep -q "$2" &&
+			return 0
+		sleep 0.1
+	done
+	echo "no '$2' in $1"
+	return 1
+}
+wait_for dmesg "xiw_cm_hold: holding" || { cat "$hold_log"; exit 1; }
+hold_client 7498 $((8 * mpa)) >"$drop_log" 2>&1 &
+drop_pid=$!
+wait_for "$drop_log" '^sent'
+# xiw reads the Request and hands it to iw_cm in milliseconds.
+sleep "${XIW_TIME_FACTOR:-1}"
+echo 1 >/sys/module/xiw_cm_hold/parameters/release
+wait "$held_pid" || true
+hold_rc=0
+wait "$drop_pid" || hold_rc=$?
+echo "held listener's client: $(tail -n1 "$hold_log")"
+echo "dropped listener's client: $(tail -n1 "$drop_log")"
+rmmod xiw_cm_hold
+dmesg | grep -E 'xiw_cm_hold|not answered in' | tail -n 5
+((hold_rc == 0)) || { echo "FAIL: the dropped Request's connection stayed open"; exit 1; }
+if grep -q '^answered' "$drop_log" ||
+	dmesg | grep -q "xiw_cm_hold: request on port 7498 delivered"; then
+	echo "FAIL: the Request was answered, iw_cm did not drop it: nothing tested"
+	exit 1
+fi
+# Closed by the answer deadline, not by the listener's end: the Request
+# had been handed to iw_cm.
+closed=$(sed -n 's/^closed after \([0-9]*\)\..*/\1/p' "$drop_log")
+if [ -z "$closed" ] || ((closed < 6 * mpa - 2)); then
+	echo "FAIL: expected a close after $((6 * mpa)) s"
+	exit 1
+fi
+dmesg | grep -q "connection request from .* not answered in $((6 * mpa)) s, closed" ||
+	{ echo "FAIL: no kernel log line for the overdue Request"; exit 1; }
+wait_no_conn b 7498
+
 # --- active side: xiw0 (host a) against a raw server on host b
 active() {
 	local port=$1 reply=$2 scen=$3 rpid
@@ -127,6 +203,7 @@ case_begin "Reply, bad key";   active 7494 "${bad_key}40010000" connerr
 case_begin "Reply, rev 3";     active 7495 "${key_rep}40030000" connerr
 case_begin "Reply, PD 513";    active 7496 "${key_rep}40010201" connerr
 
-case_begin "no QP or cm_id left on the devices"
+case_begin "no QP, cm_id or endpoint left on the devices"
 cm_no_resources_left a "$XIW_DEV_A"
+cm_no_endpoints_left
 echo "cm robustness: ok"

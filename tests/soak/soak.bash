@@ -19,7 +19,8 @@
 #            injection, and the phase says so)
 # After each phase: the devices' resource counts and xiw's module
 # reference count are back to where they started, no task is in D state,
-# the sanitizer kernel's kmemleak has nothing, and `rmmod xiw` is clean
+# xiw has no connection endpoint left, the sanitizer kernel's kmemleak
+# has nothing, and `rmmod xiw` is clean
 # (xiw is loaded again and its links made for the next phase).
 set -euo pipefail
 
@@ -75,6 +76,12 @@ at_baseline() {
 		[[ $(</sys/module/xiw/refcnt) == "$baseline_refcnt" ]]
 }
 
+# xiw frees every connection endpoint once its connection is over; one
+# handed to a ULP that never answers lasts 6 mpa_timeouts (xiw_cm.c).
+no_endpoints() {
+	[[ $(</sys/kernel/debug/xiw/endpoints) == 0 ]]
+}
+
 kmemleak_clean() {
 	local f=/sys/kernel/debug/kmemleak n
 	[[ -e $f ]] || return 0
@@ -97,6 +104,8 @@ check() {
 			"before: $baseline_resources, refcnt $baseline_refcnt"
 	wait_until $((30 * factor)) test -z "$(d_state)" ||
 		die "$1: tasks in D state: $(d_state)"
+	wait_until $(((6 * $(</sys/module/xiw/parameters/mpa_timeout) + 30) * factor)) no_endpoints ||
+		die "$1: xiw endpoints left: $(</sys/kernel/debug/xiw/endpoints)"
 	kmemleak_clean || die "$1: kmemleak found leaks"
 	rmmod xiw || die "$1: rmmod xiw failed"
 	# shellcheck disable=SC2086 # the parameters are words
