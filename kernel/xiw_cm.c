@@ -198,7 +198,7 @@ static void xiw_cep_arm_timer(struct xiw_cep *cep, unsigned int seconds)
 	cep->timer_armed = true;
 	xiw_cep_get(cep);
 	if (!queue_delayed_work(xiw_wq, &cep->timer,
-				max_t(uint, seconds, 1) * HZ))
+				(unsigned long)max_t(uint, seconds, 1) * HZ))
 		xiw_cep_put(cep);
 }
 
@@ -354,13 +354,27 @@ static int xiw_cep_publish(struct xiw_cep *cep)
 	return 0;
 }
 
-/* Take the handle back unless a downcall did.  cep->mutex held. */
-static void xiw_cep_unpublish(struct xiw_cep *cep)
+/*
+ * Take the handle back unless a downcall did; true if we did.
+ * cep->mutex held.
+ */
+static bool xiw_cep_unpublish(struct xiw_cep *cep)
 {
+	bool taken = cep->handle &&
+		     xa_cmpxchg(&cep->xdev->cep_xa, cep->handle, cep, NULL,
+				0) == cep;
+
 	/* Not the last reference: the caller holds one. */
-	if (cep->handle && xa_erase(&cep->xdev->cep_xa, cep->handle) == cep)
+	if (taken)
 		xiw_cep_put(cep);
 	cep->handle = 0;
+	return taken;
+}
+
+/* Seconds a ULP has to answer a Request (XIW_ANSWER_MPA_TIMEOUTS). */
+static unsigned int xiw_answer_seconds(void)
+{
+	return XIW_ANSWER_MPA_TIMEOUTS * max_t(uint, mpa_timeout, 1);
 }
 
 /* For a downcall: the endpoint behind @id, with the table's reference. */
@@ -893,7 +907,7 @@ static void xiw_passive_process_request(struct xiw_cep *cep)
 		xiw_cep_release_sock(cep, true);
 		return;
 	}
-	xiw_cep_arm_timer(cep, XIW_ANSWER_MPA_TIMEOUTS * mpa_timeout);
+	xiw_cep_arm_timer(cep, xiw_answer_seconds());
 	return;
 
 drop:
@@ -914,19 +928,21 @@ static void xiw_passive_read_request(struct xiw_cep *cep)
 }
 
 /*
- * The ULP has not answered the Request in XIW_ANSWER_MPA_TIMEOUTS: iw_cm
- * dropped it, and the initiator has given up waiting.
+ * The ULP has not answered the Request in time: iw_cm dropped it, and the
+ * initiator has given up waiting.  Unless a downcall took the handle
+ * just now: then the endpoint is the downcall's.
  */
 static void xiw_passive_unanswered(struct xiw_cep *cep)
 {
 	struct sockaddr_storage peer = {};
 
+	if (!xiw_cep_unpublish(cep))
+		return;
 	if (cep->sock)
 		kernel_getpeername(cep->sock, (struct sockaddr *)&peer);
 	ibdev_info_ratelimited(&cep->xdev->ibdev,
 			       "connection request from %pISpc not answered in %u s, closed\n",
-			       &peer, XIW_ANSWER_MPA_TIMEOUTS * mpa_timeout);
-	xiw_cep_unpublish(cep);
+			       &peer, xiw_answer_seconds());
 	xiw_cep_release_sock(cep, true);
 }
 

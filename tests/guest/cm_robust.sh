@@ -13,16 +13,18 @@ set -euo pipefail
 A=$XIW_ADDR_A B=$XIW_ADDR_B
 py=/usr/bin/python3
 
-# raw_client ADDR PORT HEXBYTES HOLD: connect from host b, send the bytes,
-# then expect xiw to close within HOLD seconds; prints how long it took.
+# raw_client HOST ADDR PORT HEXBYTES HOLD: connect from HOST, send the
+# bytes, then expect xiw to close within HOLD seconds; prints "sent", then
+# how long it took or what came instead (and fails).
 raw_client() {
-	"$py" - "$@" <<'PY'
+	in_ns "$1" "$py" - "${@:2}" <<'PY'
 import socket, sys, time
 addr, port, data, hold = sys.argv[1], int(sys.argv[2]), bytes.fromhex(sys.argv[3]), float(sys.argv[4])
 s = socket.create_connection((addr, port), timeout=5)
 t0 = time.monotonic()
 if data:
     s.sendall(data)
+print("sent", flush=True)
 s.settimeout(hold)
 try:
     got = s.recv(100)
@@ -31,7 +33,7 @@ except ConnectionResetError:
 except socket.timeout:
     print(f"not closed after {hold} s"); sys.exit(1)
 if got:
-    print(f"unexpected answer {got.hex()}"); sys.exit(1)
+    print(f"answered {got.hex()}"); sys.exit(1)
 print(f"closed after {time.monotonic() - t0:.1f} s")
 PY
 }
@@ -70,11 +72,11 @@ port=7491
 in_ns a "$cm_test" server "$A" $port cdisc &
 spid=$!
 wait_listen a $port
-case_begin "bad key";        raw_client "$A" $port "${bad_key}40010000" 3
-case_begin "bad revision";   raw_client "$A" $port "${key_req}40030000" 3
-case_begin "PD_Length 600";  raw_client "$A" $port "${key_req}40010258" 3
-case_begin "R in a Request"; raw_client "$A" $port "${key_req}60010000" 3
-case_begin "v2 word cut";    raw_client "$A" $port "${key_req}50020002abcd" 3
+case_begin "bad key";        raw_client b "$A" $port "${bad_key}40010000" 3
+case_begin "bad revision";   raw_client b "$A" $port "${key_req}40030000" 3
+case_begin "PD_Length 600";  raw_client b "$A" $port "${key_req}40010258" 3
+case_begin "R in a Request"; raw_client b "$A" $port "${key_req}60010000" 3
+case_begin "v2 word cut";    raw_client b "$A" $port "${key_req}50020002abcd" 3
 case_begin "FIN mid-frame";  "$py" - "$A" $port "${key_req}40010064" <<'PY'
 import socket, sys
 s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
@@ -87,8 +89,8 @@ except ConnectionResetError:
     pass
 print("closed")
 PY
-case_begin "silent peer";    raw_client "$A" $port "" 6
-case_begin "half a header";  raw_client "$A" $port "${key_req:0:20}" 6
+case_begin "silent peer";    raw_client b "$A" $port "" 6
+case_begin "half a header";  raw_client b "$A" $port "${key_req:0:20}" 6
 case_begin "a good client right after them"
 in_ns b "$cm_test" client "$A" $port cdisc
 wait "$spid"
@@ -123,29 +125,8 @@ case_begin "a Request iw_cm dropped is closed when its answer is overdue"
 insmod "${XIW_TEST_KMOD_DIR:?set by scripts/guest}/xiw_cm_hold.ko" \
 	addr="$B" port_held=7497 port_dropped=7498
 mpa=$(</sys/module/xiw/parameters/mpa_timeout)
-# hold_client PORT LIMIT: a good MPA Request from host a, then the
-# answer or the close, within LIMIT seconds.
-hold_client() {
-	in_ns a "$py" - "$B" "$1" "${key_req}40010000" "$2" <<'PY'
-import socket, sys, time
-addr, port, req, limit = sys.argv[1], int(sys.argv[2]), bytes.fromhex(sys.argv[3]), float(sys.argv[4])
-s = socket.create_connection((addr, port), timeout=5)
-s.sendall(req)
-print("sent", flush=True)
-t0 = time.monotonic()
-s.settimeout(limit)
-try:
-    got = s.recv(100)
-except ConnectionResetError:
-    got = b''
-except socket.timeout:
-    print(f"not closed after {limit:.0f} s"); sys.exit(1)
-dt = time.monotonic() - t0
-print(("answered " + got[:20].hex() if got else "closed") + f" after {dt:.1f} s")
-PY
-}
 hold_log=$XIW_OUT/cm-hold-held.log drop_log=$XIW_OUT/cm-hold-dropped.log
-hold_client 7497 $((9 * mpa)) >"$hold_log" 2>&1 &
+raw_client a "$B" 7497 "${key_req}40010000" $((9 * mpa)) >"$hold_log" 2>&1 &
 held_pid=$!
 # wait_for LOG PATTERN: until PATTERN is in LOG (a file or "dmesg").
 wait_for() {
@@ -158,7 +139,7 @@ wait_for() {
 	return 1
 }
 wait_for dmesg "xiw_cm_hold: holding" || { cat "$hold_log"; exit 1; }
-hold_client 7498 $((8 * mpa)) >"$drop_log" 2>&1 &
+raw_client a "$B" 7498 "${key_req}40010000" $((8 * mpa)) >"$drop_log" 2>&1 &
 drop_pid=$!
 wait_for "$drop_log" '^sent'
 # xiw reads the Request and hands it to iw_cm in milliseconds.
