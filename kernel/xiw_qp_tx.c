@@ -1124,6 +1124,8 @@ static void xiw_tx_flush(struct xiw_qp *qp)
 
 		wqe->sqe.wr_id = xiw_sq_slot(qp, tx->fetch - 1)->wr_id;
 		wqe->sqe.opcode = xiw_sq_slot(qp, tx->fetch - 1)->opcode;
+		/* Completes as its own opcode, not the slot's last one. */
+		wqe->info = xiw_wr_lookup(wqe->sqe.opcode);
 		wqe->sqe.flags = XIW_SQE_SIGNALED;
 		wqe->bytes = 0;
 		/* The cause of the error goes to the first WQE flushed. */

@@ -158,11 +158,12 @@ int run_client(const char *addr, const char *port, const std::string &which)
 			die("post write");
 		return wait_wc(id->send_cq, 30);
 	};
-	auto read = [&](std::uint64_t raddr, std::uint32_t rkey, std::uint32_t len) {
+	auto read = [&](std::uint64_t raddr, std::uint32_t rkey, std::uint32_t len,
+			ibv_wc *wc = nullptr) {
 		if (rdma_post_read(id, nullptr, local.data(), len, mr, IBV_SEND_SIGNALED,
 				   raddr, rkey))
 			die("post read");
-		return wait_wc(id->send_cq, 30);
+		return wait_wc(id->send_cq, 30, wc);
 	};
 	// A Write completes locally once sent; the remote error shows on the
 	// next request, which the Terminate fails.
@@ -208,10 +209,18 @@ int run_client(const char *addr, const char *port, const std::string &which)
 		std::fprintf(stderr, "unknown case %s\n", which.c_str());
 		return 2;
 	}
-	// After a remote error the QP is in Error: what is posted now flushes.
+	// After a remote error the QP is in Error: what is posted now flushes,
+	// completing as what it is (verbs leaves the opcode of an error
+	// completion undefined, but devices report it and tools print it).
 	if (which != "stream") {
-		int s = read(base, t.rw_rkey, 8);
+		ibv_wc wc{};
+		int s = read(base, t.rw_rkey, 8, &wc);
 		rc |= expect(which + ", then", s, {IBV_WC_WR_FLUSH_ERR});
+		if (s == IBV_WC_WR_FLUSH_ERR && wc.opcode != IBV_WC_RDMA_READ) {
+			std::printf("errors: FAIL: %s, then: a flushed RDMA Read completed as opcode %d\n",
+				    which.c_str(), wc.opcode);
+			rc = 1;
+		}
 	}
 	rdma_disconnect(id);
 	rdma_dereg_mr(tmr);
