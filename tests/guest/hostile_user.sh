@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 # guest-options: --hosts 1
-# guest-timeout: 300
+# guest-timeout: 420
 # A local user against the kernel (tests/hostile/hostile_user.cpp): ring
 # indices that claim more entries than the ring holds, a CQ that overflows
 # by 60 completions, a Read with more SGEs than max_sge_rd, a QP reused after Error and Reset while its last
 # stream had a Read Response half received, another process's QP named
 # in rdma_connect, kernel memory charged to the memory cgroup and queues
 # to RLIMIT_MEMLOCK, posting after the device went away, Writes into a
-# region its owner rewrites meanwhile.  Each case is a regression
+# region its owner rewrites meanwhile, a peer's Verify of 512 MiB with the
+# soft lockup detector at 2 s.  Each case is a regression
 # test of the hostile-users review; the harness adds the kernel log (a
 # soft lockup or an oops fail the run).
 set -euo pipefail
@@ -41,6 +42,14 @@ case_begin qp_steal
 timeout 60 "$bin" qp_steal "$XIW_ADDR_A" 7851 || failed="$failed qp_steal"
 case_begin scribbled_sink
 timeout 120 "$bin" scribbled_sink "$XIW_ADDR_A" 7852 || failed="$failed scribbled_sink"
+case_begin long_verify
+# The program has the soft lockup detector at 2 s while the responder
+# hashes 512 MiB.
+timeout $((600 * ${XIW_TIME_FACTOR:-1})) "$bin" long_verify "$XIW_ADDR_A" 7853 ||
+	failed="$failed long_verify"
+if dmesg | grep 'soft lockup'; then
+	failed="$failed long_verify(soft-lockup)"
+fi
 case_begin after_removal
 # The device goes away under a process with a QP: posting then fails
 # with an errno (regression: a segfault in libibverbs, the doorbell's NULL
