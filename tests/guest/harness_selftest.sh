@@ -2,11 +2,17 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 #
 # Self-test of scripts/guest, run on the host (ctest: harness.selftest).
-# Each check boots one guest, so there are only five:
+# Each check boots one guest (two for the stalls), so there are only eight:
 #   1. a command's non-zero exit status (3) comes back, and so do files
 #      written to $XIW_OUT; a peer device exists
 #   2. a kernel WARNING fails the run although the command exits 0
 #   3. an over-long command is reported as a timeout (124)
+#   3b. a command stuck in the kernel (a write to a frozen file system,
+#      D state, deaf to SIGKILL) is a timeout (124) with the blocked task's
+#      stack in the log
+#   3c. a boot that stalls before the command is reported with where the
+#      vCPUs were, and booted once more: the run passes
+#   3d. two stalled boots fail the run (125)
 #   4. --hosts 2 shows each network namespace its own RDMA device and only
 #      it, and exit status 0 comes back
 #   5. --disk: the image is /dev/vda ($XIW_DISK); what the guest wrote to it
@@ -94,6 +100,34 @@ check_timeout() {
 	expect_output '^scripts/guest: TIMEOUT' "timeout reported"
 }
 
+check_stuck_command() {
+	# shellcheck disable=SC2016 # expanded in the guest
+	local cmd='set -e
+		truncate -s 32M /tmp/frozen.img
+		mkfs.ext4 -q /tmp/frozen.img
+		mkdir -p /mnt/frozen
+		modprobe loop
+		mount "$(losetup -f --show /tmp/frozen.img)" /mnt/frozen
+		fsfreeze -f /mnt/frozen
+		echo writing to a frozen file system
+		echo data >/mnt/frozen/file'
+	guest 124 "command stuck in D state" --no-xiw --timeout 40 -- sh -c "$cmd" || return 0
+	expect_output '^scripts/guest: TIMEOUT: .*the command timed out' "a command deaf to SIGKILL is a timeout"
+	expect_output 'task:.* state:D' "the blocked task is in the log"
+}
+
+check_boot_stall() {
+	# Setup takes some 10 s (a minute on the sanitizer kernel).
+	export XIW_GUEST_BOOT_SECONDS=30
+	XIW_GUEST_SELFTEST_STALLS=1 guest 0 "boot stalled once" --no-xiw -- true || return 0
+	expect_output '^scripts/guest: GUEST BOOT STALLED: .*attempt 1 of 2' "a stalled boot is reported"
+	expect_output "^  CPU#0 RIP=[0-9a-f]{16} [A-Za-z_]" "the stalled vCPUs are named"
+	expect_output '^scripts/guest: booting again' "the run boots once more"
+	XIW_GUEST_SELFTEST_STALLS=2 guest 125 "boot stalled twice" --no-xiw -- true || return 0
+	expect_output '^scripts/guest: GUEST BOOT STALLED twice' "a second stall fails the run"
+	unset XIW_GUEST_BOOT_SECONDS
+}
+
 # In the guest: host a must list exactly $1 (may be empty), host b exactly $2.
 two_host_probe() {
 	# shellcheck disable=SC2016 # expanded in the guest
@@ -164,6 +198,8 @@ check_kmemleak() {
 check_exit_status
 check_warning
 check_timeout
+check_stuck_command
+check_boot_stall
 check_two_hosts
 check_disk
 if [[ ${XIW_DEBUG_KERNEL:-0} == 1 ]]; then
