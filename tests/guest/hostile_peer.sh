@@ -16,6 +16,10 @@
 # Each must end in the right Terminate (or, stalled_write, a prompt
 # dereg_mr), with nothing placed that the case does not allow.  Before
 # them, a flood of half-open connections must be held to mpa_backlog.
+# Then read_before_atomic, with no MPA CRC (mpa_crc=0): a FetchAdd that
+# arrives while the Read Response before it waits for TCP must not change
+# what that Read Response carries (was: the Read Response went to TCP from
+# the registered pages after the FetchAdd had changed them).
 # Then frmr_read_after_invalidate against a kernel ULP
 # (tests/kmod/xiw_frmr_victim.ko on host b): a Read Response held back by
 # a full TCP send buffer must not go on from pages its ULP got back by the
@@ -71,6 +75,15 @@ cases=${XIW_HOSTILE_CASES:-"send_mo_after_message flush_no_type write_qp_denied 
 case_begin "crafted FPDUs, the listener serving after the flood"
 client_cases "$log" 60 "$cases" "$inject"
 expect_lines "$log" '^wire_inject server: %s: .*: ok$' "$cases"
+[ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
+
+case_begin "an Atomic behind a Read Response that waits for TCP (no MPA CRC)"
+ordered_log=$XIW_OUT/hostile-peer-ordered.log
+echo 0 >"$params/mpa_crc"
+server_start "$ordered_log" "$inject" listen
+client_cases "$ordered_log" 60 read_before_atomic "$inject"
+echo 1 >"$params/mpa_crc"
+expect_lines "$ordered_log" '^wire_inject server: %s: 0 bytes changed, .*: ok$' read_before_atomic
 [ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
 
 case_begin "RDMA Read after the kernel consumer invalidated its region"

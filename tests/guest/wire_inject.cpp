@@ -72,6 +72,20 @@
 //                     read: no octet may come from after the invalidation,
 //                     and the Read Response must stop (Terminate or end of
 //                     stream) (regression: it went on from the reused pages)
+//   read_before_atomic
+//                     no MPA CRC either way (mpa_crc=0, no C in the
+//                     Request; the listener's buffer is 1 MiB): an RDMA
+//                     Read Request of the whole buffer with a small
+//                     receive buffer, so that its Read Response waits
+//                     behind a full TCP send buffer; 1 s later a FetchAdd
+//                     of the buffer's last word; then everything is read:
+//                     the Read Response must carry the word as it was
+//                     before the FetchAdd (RFC 7306 §7: an Atomic Response
+//                     is not generated until the Read Response before it
+//                     has been), and the Atomic Response its original
+//                     value (regression: the Read Response was framed by
+//                     reference to the registered pages and the FetchAdd
+//                     executed before TCP copied them)
 //   quit              MPA only; ends the listener
 // and prints "wire_inject CASE: terminate layer L type T code C: ok".
 // None of these asks for MPA markers, and each fails if the Reply does.
@@ -181,6 +195,17 @@ u8 pattern(std::size_t i)
 	return static_cast<u8>(i * 7 + 3 + (i >> 8) * 13);
 }
 
+// The 64-bit word (host order, as an Atomic sees it) of pattern() at AT.
+u64 pattern_word(std::size_t at)
+{
+	u8 b[sizeof(u64)];
+	for (std::size_t i = 0; i < sizeof(b); i++)
+		b[i] = pattern(at + i);
+	u64 w;
+	std::memcpy(&w, b, sizeof(w));
+	return w;
+}
+
 // What the good marker cases write: unlike pattern() at every offset.
 u8 pattern2(std::size_t i)
 {
@@ -204,6 +229,20 @@ constexpr std::size_t first_send_len = 16;
 // stalled_write: the Write's length and what of its payload is sent.
 constexpr std::size_t stalled_write_len = 2048;
 constexpr std::size_t stalled_write_sent = 8;
+// read_before_atomic: its buffer, much more than TCP buffers on its way.
+constexpr std::size_t ordered_buf_size = 1 << 20;
+
+// The listener's registered buffer for CASE.
+std::size_t buffer_octets(const std::string &which)
+{
+	return which == "read_before_atomic" ? ordered_buf_size : buf_size;
+}
+
+// Where in the buffer CASE's one good FetchAdd or Atomic Write goes.
+std::size_t atomic_target(const std::string &which)
+{
+	return which == "read_before_atomic" ? ordered_buf_size - sizeof(u64) : 0;
+}
 
 // Octets of send_pattern that CASE delivers into the posted receive, in
 // one Send; 0: it completes no receive.
@@ -265,16 +304,17 @@ int run_listener(const char *addr, const char *port)
 				    std::min<std::size_t>(cp.private_data_len, sizeof(name) - 1));
 		const std::string which = name;
 
-		auto *buf = static_cast<u8 *>(std::aligned_alloc(4096, buf_size));
+		const std::size_t size = buffer_octets(which);
+		auto *buf = static_cast<u8 *>(std::aligned_alloc(4096, size));
 		u8 rbuf[recv_len];
 		if (!buf)
 			die("aligned_alloc");
-		for (std::size_t i = 0; i < buf_size; i++)
+		for (std::size_t i = 0; i < size; i++)
 			buf[i] = pattern(i);
 		std::memset(rbuf, recv_fill, sizeof(rbuf));
 		u64 word0;
 		std::memcpy(&word0, buf, sizeof(word0));
-		ibv_mr *mr = ibv_reg_mr(id->pd, buf, buf_size,
+		ibv_mr *mr = ibv_reg_mr(id->pd, buf, size,
 					IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 						IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
 		ibv_mr *rmr = ibv_reg_mr(id->pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
@@ -283,7 +323,7 @@ int run_listener(const char *addr, const char *port)
 		if (rdma_post_recv(id, nullptr, rbuf, sizeof(rbuf), rmr))
 			die("rdma_post_recv");
 
-		inject_target t{pd_magic, mr->rkey, reinterpret_cast<std::uintptr_t>(buf), buf_size,
+		inject_target t{pd_magic, mr->rkey, reinterpret_cast<std::uintptr_t>(buf), size,
 				word0, rmr->lkey, 0, reinterpret_cast<std::uintptr_t>(rbuf)};
 		rdma_conn_param p{};
 		p.responder_resources = 4;
@@ -324,23 +364,25 @@ int run_listener(const char *addr, const char *port)
 		// value) targets; the good marker cases the first
 		// marker_data_len octets (to pattern2) and the receive buffer
 		// (to send_pattern, in exactly one receive).
-		const bool good_fa = which == "good_fetch_add";
+		const bool good_fa = which == "good_fetch_add" || which == "read_before_atomic";
 		const bool good_aw = which == "atomic_write_good";
 		const bool good = good_fa || good_aw;
+		const std::size_t target = atomic_target(which);
 		const std::size_t written = written_octets(which);
 		const std::size_t delivered = received_octets(which);
-		const u64 want0 = good_fa ? word0 + good_add : atomic_write_value;
+		const u64 want = good_fa ? pattern_word(target) + good_add : atomic_write_value;
 		std::size_t changed = 0;
-		for (std::size_t i = good ? 8 : 0; i < buf_size; i++)
-			changed += buf[i] != (i < written ? pattern2(i) : pattern(i));
-		u64 now0;
-		std::memcpy(&now0, buf, sizeof(now0));
-		if (good && now0 != want0) {
+		for (std::size_t i = 0; i < size; i++)
+			if (!good || i - target >= sizeof(u64))
+				changed += buf[i] != (i < written ? pattern2(i) : pattern(i));
+		u64 now;
+		std::memcpy(&now, buf + target, sizeof(now));
+		if (good && now != want) {
 			ok = false;
 			char msg[128];
 			std::snprintf(msg, sizeof(msg),
 				      "the %s target is 0x%016" PRIx64 ", expected 0x%016" PRIx64,
-				      good_fa ? "FetchAdd" : "Atomic Write", now0, want0);
+				      good_fa ? "FetchAdd" : "Atomic Write", now, want);
 			why = msg;
 		}
 		for (std::size_t i = 0; i < recv_len; i++)
@@ -438,10 +480,13 @@ template <class T> std::vector<u8> bytes_of(const T &h)
 // RFC 5044 §4.3: octets since the first octet after the MPA Request or
 // Reply (and its private data) that opened this direction, markers
 // included.  markers: whether this direction carries them, i.e. whether
-// its receiver set M in its own Request or Reply (§7.1).
+// its receiver set M in its own Request or Reply (§7.1).  crc: whether
+// the connection uses the CRC, i.e. C was set in the Request or the Reply
+// (§7.1); without it the CRC field is sent as 0 and not checked.
 struct mpa_dir {
 	bool markers = false;
 	u32 pos = 0;
+	bool crc = true;
 };
 
 // The stream octets of one FPDU starting at D.pos (RFC 5044 §4, §4.3):
@@ -483,7 +528,7 @@ std::vector<u8> frame_fpdu(mpa_dir &d, const void *hdr, std::size_t len,
 	}
 	marker_if_due(); // between the pad and the CRC: counted into the CRC
 	xiw_mpa_trailer t{};
-	xiw_mpa_put_crc(&t, xiw_crc32c(out.data(), out.size()));
+	xiw_mpa_put_crc(&t, d.crc ? xiw_crc32c(out.data(), out.size()) : 0);
 	const std::vector<u8> tb = bytes_of(t);
 	out.insert(out.end(), tb.begin(), tb.end());
 	d.pos += static_cast<u32>(out.size());
@@ -545,7 +590,7 @@ std::vector<u8> read_fpdu(int fd, mpa_dir &d)
 	xiw_mpa_trailer t{};
 	std::memcpy(&t, raw.data() + raw.size() - sizeof(t), sizeof(t));
 	const u32 want = xiw_crc32c(raw.data(), raw.size() - sizeof(t));
-	if (xiw_mpa_get_crc(&t) != want)
+	if (d.crc && xiw_mpa_get_crc(&t) != want)
 		fail("FPDU of %u octets at P=%u with CRC 0x%08x, computed 0x%08x", ulpdu, start,
 		     xiw_mpa_get_crc(&t), want);
 	d.pos += static_cast<u32>(raw.size());
@@ -574,6 +619,22 @@ void check_untagged(const std::vector<u8> &f, unsigned opcode, unsigned qn, cons
 		     xiw_be32_to_cpu(h.qn), xiw_be32_to_cpu(h.msn), xiw_be32_to_cpu(h.mo), qn);
 }
 
+// The original value an Atomic Response F (RFC 7306 §5.2.2) to
+// atomic_request() carries; fails if F is not one.
+u64 atomic_original(const std::vector<u8> &f)
+{
+	check_untagged(f, XIW_OP_ATOMIC_RESP, XIW_QN_RESPONSE, "Atomic Response");
+	if (f.size() != sizeof(xiw_hdr_atomic_resp))
+		fail("Atomic Response of %zu octets, expected %zu", f.size(),
+		     sizeof(xiw_hdr_atomic_resp));
+	xiw_hdr_atomic_resp r{};
+	std::memcpy(&r, f.data(), sizeof(r));
+	const u32 id = xiw_be32_to_cpu(r.atomic.req_id);
+	if (id != request_id)
+		fail("Atomic Response for request id 0x%08x, expected 0x%08x", id, request_id);
+	return xiw_get_be64(&r.atomic.orig);
+}
+
 // A Terminate F's control word (F at least term_fixed octets).
 constexpr std::size_t term_fixed = sizeof(xiw_ddp_untagged_hdr) + 4;
 xiw_hdr_terminate terminate_of(const std::vector<u8> &f)
@@ -593,6 +654,41 @@ std::vector<u8> write_segment(u32 stag, u64 to, const u8 *data, std::size_t n)
 	std::vector<u8> s = bytes_of(h);
 	s.insert(s.end(), data, data + n);
 	return s;
+}
+
+// An RDMA Read Request (QN 1, MSN 1) of the first LEN octets of the
+// buffer to the sink.
+std::vector<u8> read_request(const inject_target &t, u64 len)
+{
+	xiw_hdr_read_req h{};
+	xiw_ctrl_set(&h.ddp.ctrl, sizeof(h) - XIW_MPA_HDR_LEN, 0, 1, XIW_RDMAP_RV1,
+		     XIW_OP_READ_REQ);
+	xiw_untagged_set(&h.ddp, 0, XIW_QN_READ_REQ, 1, 0);
+	h.rreq.sink_stag = xiw_cpu_to_be32(sink_stag);
+	xiw_put_be64(&h.rreq.sink_to, sink_to);
+	h.rreq.read_size = xiw_cpu_to_be32(static_cast<u32>(len));
+	h.rreq.src_stag = xiw_cpu_to_be32(t.rkey);
+	xiw_put_be64(&h.rreq.src_to, t.addr);
+	return bytes_of(h);
+}
+
+// An Atomic Request (RFC 7306 §5.2.1, QN 1, MSN MSN) with AOpCode AOP at TO
+// in the buffer: a plain 64-bit add of good_add if AOP is FetchAdd.
+std::vector<u8> atomic_request(const inject_target &t, unsigned aop, u64 to, u32 msn = 1)
+{
+	xiw_hdr_atomic_req h{};
+	xiw_ctrl_set(&h.ddp.ctrl, sizeof(h) - XIW_MPA_HDR_LEN, 0, 1, XIW_RDMAP_RV1,
+		     XIW_OP_ATOMIC_REQ);
+	xiw_untagged_set(&h.ddp, 0, XIW_QN_READ_REQ, msn, 0);
+	h.atomic.aopcode = xiw_cpu_to_be32(aop);
+	h.atomic.req_id = xiw_cpu_to_be32(request_id);
+	h.atomic.stag = xiw_cpu_to_be32(t.rkey);
+	xiw_put_be64(&h.atomic.to, to);
+	xiw_put_be64(&h.atomic.add_swap, good_add);
+	xiw_put_be64(&h.atomic.add_swap_mask, 0); // a plain 64-bit add
+	xiw_put_be64(&h.atomic.compare, 0);	  // unused: RFC 7306 §5.2.1
+	xiw_put_be64(&h.atomic.compare_mask, XIW_ATOMIC_MASK_UNUSED);
+	return bytes_of(h);
 }
 
 // The good marker cases' four FPDUs, back to back on TX from its start:
@@ -628,16 +724,7 @@ std::vector<u8> good_stream(mpa_dir &tx, const inject_target &t,
 	for (std::size_t i = 0; i < recv_len; i++)
 		segs.back().push_back(send_pattern(i));
 
-	xiw_hdr_read_req rh{};
-	xiw_ctrl_set(&rh.ddp.ctrl, sizeof(rh) - XIW_MPA_HDR_LEN, 0, 1, XIW_RDMAP_RV1,
-		     XIW_OP_READ_REQ);
-	xiw_untagged_set(&rh.ddp, 0, XIW_QN_READ_REQ, 1, 0);
-	rh.rreq.sink_stag = xiw_cpu_to_be32(sink_stag);
-	xiw_put_be64(&rh.rreq.sink_to, sink_to);
-	rh.rreq.read_size = xiw_cpu_to_be32(static_cast<u32>(marker_data_len));
-	rh.rreq.src_stag = xiw_cpu_to_be32(t.rkey);
-	xiw_put_be64(&rh.rreq.src_to, t.addr);
-	segs.push_back(bytes_of(rh));
+	segs.push_back(read_request(t, marker_data_len));
 
 	std::vector<u8> out;
 	for (std::size_t i = 0; i < segs.size(); i++) {
@@ -654,20 +741,17 @@ std::vector<u8> good_stream(mpa_dir &tx, const inject_target &t,
 	return out;
 }
 
-// The good marker cases after the MPA exchange: good_stream, then Read
-// Response FPDUs until the Last one, compared with what was written.
-int run_markers(int fd, const inject_target &t, mpa_dir &tx, mpa_dir &rx, const std::string &which)
+// The Read Response to read_request(LEN) from RX's stream on FD: its
+// segments to the sink, in order, until the Last one; fails on anything
+// else.
+std::vector<u8> read_response(int fd, mpa_dir &rx, std::size_t len)
 {
-	std::vector<std::vector<u8>> segs;
-	const std::vector<u8> out = good_stream(tx, t, segs);
-	send_all(fd, out.data(), out.size());
-
 	std::vector<u8> got;
 	for (;;) {
 		const std::vector<u8> f = read_fpdu(fd, rx);
 		if (f.empty())
 			fail("the connection ended after %zu of the %zu octets read back",
-			     got.size(), marker_data_len);
+			     got.size(), len);
 		if (f.size() < sizeof(xiw_ctrl))
 			fail("an FPDU of %zu octets", f.size());
 		xiw_ctrl c{};
@@ -696,14 +780,25 @@ int run_markers(int fd, const inject_target &t, mpa_dir &tx, mpa_dir &rx, const 
 			     ", expected 0x%08x 0x%016" PRIx64,
 			     stag, to, sink_stag, sink_to + got.size());
 		got.insert(got.end(), f.begin() + sizeof(h), f.end());
-		if (got.size() > marker_data_len)
-			fail("Read Response of more than the %zu octets asked for",
-			     marker_data_len);
+		if (got.size() > len)
+			fail("Read Response of more than the %zu octets asked for", len);
 		if (xiw_ddp_last(c.ddp_ctrl))
 			break;
 	}
-	if (got.size() != marker_data_len)
-		fail("Read Response of %zu octets, %zu asked for", got.size(), marker_data_len);
+	if (got.size() != len)
+		fail("Read Response of %zu octets, %zu asked for", got.size(), len);
+	return got;
+}
+
+// The good marker cases after the MPA exchange: good_stream, then Read
+// Response FPDUs until the Last one, compared with what was written.
+int run_markers(int fd, const inject_target &t, mpa_dir &tx, mpa_dir &rx, const std::string &which)
+{
+	std::vector<std::vector<u8>> segs;
+	const std::vector<u8> out = good_stream(tx, t, segs);
+	send_all(fd, out.data(), out.size());
+
+	const std::vector<u8> got = read_response(fd, rx, marker_data_len);
 	for (std::size_t i = 0; i < got.size(); i++)
 		if (got[i] != pattern2(i))
 			fail("octet %zu read back is 0x%02x, 0x%02x was written", i, got[i],
@@ -720,16 +815,8 @@ int run_markers(int fd, const inject_target &t, mpa_dir &tx, mpa_dir &rx, const 
 int run_frmr_read_after_invalidate(int fd, const inject_target &t, mpa_dir &tx)
 {
 	const auto fill = static_cast<u8>(t.word0);
-	xiw_hdr_read_req rh{};
-	xiw_ctrl_set(&rh.ddp.ctrl, sizeof(rh) - XIW_MPA_HDR_LEN, 0, 1, XIW_RDMAP_RV1,
-		     XIW_OP_READ_REQ);
-	xiw_untagged_set(&rh.ddp, 0, XIW_QN_READ_REQ, 1, 0);
-	rh.rreq.sink_stag = xiw_cpu_to_be32(sink_stag);
-	xiw_put_be64(&rh.rreq.sink_to, sink_to);
-	rh.rreq.read_size = xiw_cpu_to_be32(static_cast<u32>(t.len));
-	rh.rreq.src_stag = xiw_cpu_to_be32(t.rkey);
-	xiw_put_be64(&rh.rreq.src_to, t.addr);
-	std::vector<u8> fr = frame_fpdu(tx, &rh, sizeof(rh));
+	const std::vector<u8> rh = read_request(t, t.len);
+	std::vector<u8> fr = frame_fpdu(tx, rh.data(), rh.size());
 	send_all(fd, fr.data(), fr.size());
 	std::this_thread::sleep_for(std::chrono::seconds(2));
 
@@ -800,6 +887,45 @@ int run_frmr_read_after_invalidate(int fd, const inject_target &t, mpa_dir &tx)
 	return 0;
 }
 
+// read_before_atomic after the MPA exchange (no CRC, no markers): the Read
+// Request of the whole buffer; 1 s later, while its Read Response waits
+// for TCP, the FetchAdd of its last word; then the Read Response and the
+// Atomic Response, which must both show the word as it was before.
+int run_read_before_atomic(int fd, const inject_target &t, mpa_dir &tx, mpa_dir &rx)
+{
+	const std::vector<u8> rh = read_request(t, t.len);
+	const std::vector<u8> fr = frame_fpdu(tx, rh.data(), rh.size());
+	send_all(fd, fr.data(), fr.size());
+	std::this_thread::sleep_for(std::chrono::seconds(1));
+	const std::size_t target = t.len - sizeof(u64);
+	const std::vector<u8> ah = atomic_request(t, XIW_AOP_FETCH_ADD, t.addr + target, 2);
+	const std::vector<u8> fa = frame_fpdu(tx, ah.data(), ah.size());
+	send_all(fd, fa.data(), fa.size());
+
+	const std::vector<u8> got = read_response(fd, rx, t.len);
+	const std::vector<u8> f = read_fpdu(fd, rx);
+	if (f.empty())
+		fail("the connection ended after the Read Response, without the Atomic Response");
+	const u64 orig = atomic_original(f);
+	close(fd);
+	const u64 before = pattern_word(target);
+	u64 read_word;
+	std::memcpy(&read_word, got.data() + target, sizeof(read_word));
+	std::size_t differ = 0;
+	for (std::size_t i = 0; i < got.size(); i++)
+		differ += got[i] != pattern(i);
+	std::printf("wire_inject read_before_atomic: %zu octets read back, %zu unlike the buffer; "
+		    "the FetchAdd's target read back as 0x%016" PRIx64 ", original 0x%016" PRIx64
+		    " in the Atomic Response, 0x%016" PRIx64 " before",
+		    got.size(), differ, read_word, orig, before);
+	if (differ || orig != before) {
+		std::printf(": FAIL\n");
+		return 1;
+	}
+	std::printf(": ok\n");
+	return 0;
+}
+
 struct expectation {
 	bool any_terminate; // short_immediate: whichever Terminate
 	unsigned layer, etype, ecode;
@@ -818,7 +944,7 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 		die("socket");
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (which == "frmr_read_after_invalidate") {
+	if (which == "frmr_read_after_invalidate" || which == "read_before_atomic") {
 		// A small window: the Read Response fills xiw's send buffer.
 		const int small = 4096;
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
@@ -834,10 +960,15 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 	const bool want_reply_m =
 		which == "markers_both" || which == "markers_from_peer" || which == "bad_marker";
 
+	// Only with no CRC does xiw send a Read Response from the registered
+	// pages themselves (it copies what the CRC is computed over).
+	const bool crc = which != "read_before_atomic";
+
 	// MPA Request, RFC 5044 §7.1: revision 1, CRC, the extensions bit.
 	xiw_mpa_rr req{};
 	std::memcpy(req.key, XIW_MPA_KEY_REQ, XIW_MPA_KEY_LEN);
-	req.flags = XIW_MPA_FLAG_C | XIW_MPA_FLAG_EXT | (ask_markers ? XIW_MPA_FLAG_M : 0);
+	req.flags = (crc ? XIW_MPA_FLAG_C : 0) | XIW_MPA_FLAG_EXT |
+		    (ask_markers ? XIW_MPA_FLAG_M : 0);
 	req.rev = XIW_MPA_REV_V1;
 	req.pd_len = xiw_cpu_to_be16(static_cast<std::uint16_t>(which.size() + 1));
 	send_all(fd, &req, sizeof(req));
@@ -862,6 +993,10 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 		     "mpa_markers %s?)",
 		     rep.flags, reply_m ? "asks for" : "does not ask for",
 		     want_reply_m ? "them" : "none", want_reply_m ? "2" : "0");
+	if (!crc && (rep.flags & XIW_MPA_FLAG_C))
+		fail("the MPA Reply (flags 0x%02x) asks for the CRC, this case needs none (is "
+		     "mpa_crc 0?)",
+		     rep.flags);
 	std::vector<u8> pd(xiw_be16_to_cpu(rep.pd_len));
 	if (!pd.empty())
 		recv_all(fd, pd.data(), pd.size(), "the MPA Reply's private data");
@@ -878,9 +1013,11 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 		return 0;
 	}
 	// Full Operation Phase starts here in both directions (RFC 5044 §4.3).
-	mpa_dir tx{reply_m}, rx{ask_markers};
+	mpa_dir tx{reply_m, 0, crc}, rx{ask_markers, 0, crc};
 	if (marker_good_case(which))
 		return run_markers(fd, t, tx, rx, which);
+	if (which == "read_before_atomic")
+		return run_read_before_atomic(fd, t, tx, rx);
 
 	std::vector<u8> sent;
 	std::vector<u8> before; // an FPDU that goes first, not quoted
@@ -888,21 +1025,7 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 	expectation want{};
 	bool expect_response = false;
 	std::uint16_t lead_ptr = 0;
-	auto atomic = [&](unsigned aop, u64 to) {
-		xiw_hdr_atomic_req h{};
-		xiw_ctrl_set(&h.ddp.ctrl, sizeof(h) - XIW_MPA_HDR_LEN, 0, 1, XIW_RDMAP_RV1,
-			     XIW_OP_ATOMIC_REQ);
-		xiw_untagged_set(&h.ddp, 0, XIW_QN_READ_REQ, 1, 0);
-		h.atomic.aopcode = xiw_cpu_to_be32(aop);
-		h.atomic.req_id = xiw_cpu_to_be32(request_id);
-		h.atomic.stag = xiw_cpu_to_be32(t.rkey);
-		xiw_put_be64(&h.atomic.to, to);
-		xiw_put_be64(&h.atomic.add_swap, good_add);
-		xiw_put_be64(&h.atomic.add_swap_mask, 0); // a plain 64-bit add
-		xiw_put_be64(&h.atomic.compare, 0);	  // unused: RFC 7306 §5.2.1
-		xiw_put_be64(&h.atomic.compare_mask, XIW_ATOMIC_MASK_UNUSED);
-		sent = bytes_of(h);
-	};
+	auto atomic = [&](unsigned aop, u64 to) { sent = atomic_request(t, aop, to); };
 	// draft-talpey §2.3.1: Data Sink STag, Length (must be 8), Tagged
 	// Offset, Data (big-endian).
 	auto atomic_write = [&](u32 len, u64 to) {
@@ -1050,8 +1173,8 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 			     xiw_term_layer(term.term.ctrl), xiw_term_etype(term.term.ctrl),
 			     xiw_term_ecode(term.term.ctrl), resp_name);
 		}
-		check_untagged(f, resp_opcode, XIW_QN_RESPONSE, resp_name);
 		if (resp_opcode == XIW_OP_ATOMIC_WRITE_RESP) {
+			check_untagged(f, resp_opcode, XIW_QN_RESPONSE, resp_name);
 			// draft-talpey §2.3.3: no payload on QN 3.
 			if (f.size() != sizeof(xiw_ddp_untagged_hdr))
 				fail("Atomic Write Response of %zu octets, expected %zu (no payload)",
@@ -1060,16 +1183,7 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 			std::printf("wire_inject %s: atomic write response: ok\n", which.c_str());
 			return 0;
 		}
-		if (f.size() != sizeof(xiw_hdr_atomic_resp))
-			fail("Atomic Response of %zu octets, expected %zu", f.size(),
-			     sizeof(xiw_hdr_atomic_resp));
-		xiw_hdr_atomic_resp r{};
-		std::memcpy(&r, f.data(), sizeof(r));
-		const u32 id = xiw_be32_to_cpu(r.atomic.req_id);
-		const u64 orig = xiw_get_be64(&r.atomic.orig);
-		if (id != request_id)
-			fail("Atomic Response for request id 0x%08x, expected 0x%08x", id,
-			     request_id);
+		const u64 orig = atomic_original(f);
 		if (orig != t.word0)
 			fail("Atomic Response with original value 0x%016" PRIx64
 			     ", the target held 0x%016" PRIx64,
@@ -1077,7 +1191,7 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 		close(fd);
 		std::printf("wire_inject %s: atomic response id 0x%08x original 0x%016" PRIx64
 			    ": ok\n",
-			    which.c_str(), id, orig);
+			    which.c_str(), request_id, orig);
 		return 0;
 	}
 
