@@ -954,8 +954,8 @@ static int xiw_tx_execute(struct xiw_qp *qp, struct xiw_irq_entry *e)
 /*
  * Executes the inbound requests and frames their responses, in the order
  * the requests arrived (RFC 7306 §7, draft-talpey §4: none overtakes
- * another).  Returns false when tx.buf is full or a request failed, true
- * when nothing is left to do.
+ * another).  Returns false when tx.buf is full, a request failed or must
+ * wait until what is framed went to TCP; true when nothing is left to do.
  */
 static bool xiw_tx_frame_responses(struct xiw_qp *qp)
 {
@@ -976,6 +976,14 @@ static bool xiw_tx_frame_responses(struct xiw_qp *qp)
 
 		if (e->opcode == XIW_OP_READ_REQ)
 			err = xiw_tx_frame_read_response(qp, e, &last);
+		else if (tx->nheld)
+			/*
+			 * What is framed by reference, a Read Response say,
+			 * is generated only when TCP copies it from the
+			 * registered pages: no request after it may change
+			 * them before (RFC 7306 §7, RDMA Read then Atomic).
+			 */
+			return false;
 		else
 			err = xiw_tx_execute(qp, e);
 		if (err == -ENOSPC)
