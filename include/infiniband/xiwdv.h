@@ -335,8 +335,11 @@ static inline void xiwdv_ext_send_imm64(struct xiwdv_wr_ext *ext,
  * registered with a Verify right naming the hash algorithm.  SGE 0
  * receives the hash the peer computed; an optional SGE 1 holds the hash
  * expected, whose mismatch makes the peer terminate the connection before
- * any later request on it is executed.
+ * any later request on it is executed.  An expected hash longer than
+ * XIWDV_VERIFY_MAX_HASH octets fails the post with EINVAL.
  */
+#define XIWDV_VERIFY_MAX_HASH 32
+
 static inline void xiwdv_ext_verify(struct xiwdv_wr_ext *ext, uint32_t rkey,
 				    uint64_t remote_addr, uint32_t length)
 {

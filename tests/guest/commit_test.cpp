@@ -46,6 +46,12 @@
 //                     Flush, Atomic Write and extended Verify/Flush fail to
 //                     post with EOPNOTSUPP and the QP keeps working for
 //                     Send, Write and Read
+//   post_checks       what the kernel would fail later fails the post with
+//                     EINVAL (ibv_post_send, ibv_wr_complete): a Flush of an
+//                     unknown level, a Verify expecting a 33-octet hash or
+//                     with no SGE for its result, inline data on an RDMA
+//                     Read; nothing is queued, the QP keeps working
+//                     (regression: posted, then the QP went to Error)
 //   durable           (tests/durability) RDMA Write of record A at 64 KiB
 //                     of the file, Flush (persistent, range) of it, then
 //                     RDMA Write of record B at 512 KiB without a Flush;
@@ -148,6 +154,7 @@ enum class test_case : u32 {
 	atomic_write_no_right,
 	atomic_write_unaligned,
 	unsupported,
+	post_checks,
 	durable,
 	quit,
 };
@@ -239,6 +246,7 @@ struct traits {
 		{test_case::atomic_write_no_right, "atomic_write_no_right"},
 		{test_case::atomic_write_unaligned, "atomic_write_unaligned"},
 		{test_case::unsupported, "unsupported"},
+		{test_case::post_checks, "post_checks"},
 		{test_case::durable, "durable"},
 		{test_case::quit, "quit"},
 	};
@@ -261,7 +269,10 @@ struct traits {
 	static constexpr std::size_t client_buf_size = ::client_buf_size;
 	static constexpr u32 client_send_depth = 64;
 	static constexpr u32 client_send_sge = 2; // Verify: the result and the expected hash
-	static constexpr test_case qp_ex_case = test_case::qp_ex;
+	static bool uses_qp_ex(test_case c)
+	{
+		return c == test_case::qp_ex || c == test_case::post_checks;
+	}
 	static constexpr std::uint64_t qp_ex_ops =
 		IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_SEND |
 		IBV_QP_EX_WITH_ATOMIC_WRITE | flush_send_op | XIWDV_QP_EX_WITH_EXTENSIONS;
@@ -1066,8 +1077,21 @@ void remote_error(client &cl, test_case which)
 
 void expect_eopnotsupp(client &cl, ibv_send_wr &wr, const char *what)
 {
-	cl.expect_eopnotsupp(wr, what);
+	cl.expect_refused(wr, EOPNOTSUPP, what);
 	std::printf("commit: unsupported: %s: EOPNOTSUPP (as expected)\n", what);
+}
+
+// After posts that were refused: the RDMA Write of LEN staged octets just
+// made is in the server's memory (which Sends both ways ask and answer),
+// and an RDMA Read brings them back.
+void expect_qp_works(client &cl, u32 rkey, u32 len)
+{
+	cl.check(region_buf, buf_verify_off, cl.buf + stage_off, len,
+		 "RDMA Write after refused posts");
+	std::memset(cl.buf + back_off, 0, len);
+	cl.one_sided(false, back_off, cl.raddr(region_buf, buf_verify_off), len, rkey);
+	if (std::memcmp(cl.buf + back_off, cl.buf + stage_off, len))
+		fail("RDMA Read after refused posts: data wrong");
 }
 
 void unsupported(client &cl)
@@ -1137,14 +1161,63 @@ void unsupported(client &cl)
 			     rc, bad == &aw ? "the Atomic Write" : bad == &w ? "the Write" : "other");
 		cl.wait_ok("the RDMA Write in front of the refused Atomic Write", IBV_WC_RDMA_WRITE);
 	}
-	// Send (both ways: the control messages), Write (checked by the
-	// server), Read.
-	cl.check(region_buf, buf_verify_off, cl.buf + stage_off, len,
-		 "RDMA Write after refused posts");
-	std::memset(cl.buf + back_off, 0, len);
-	cl.one_sided(false, back_off, cl.raddr(region_buf, buf_verify_off), len, rkey);
-	if (std::memcmp(cl.buf + back_off, cl.buf + stage_off, len))
-		fail("RDMA Read after refused posts: data wrong");
+	expect_qp_works(cl, rkey, len);
+}
+
+// ---- refused at post ------------------------------------------------------------------------
+
+// What the kernel would fail when it takes the work request (a completion
+// error, the QP in Error) is refused at post, through ibv_post_send and
+// through ibv_qp_ex alike, and the QP keeps working.
+void post_checks(client &cl)
+{
+	cl.require_xiw();
+	const u32 rkey = cl.target.rkey_rw;
+	const u64 target = cl.raddr(region_buf, target_off);
+	auto refused_batch = [&](int rc, const char *what) {
+		if (rc != EINVAL)
+			fail("ibv_wr_complete of %s returned %d (%s), expected EINVAL", what, rc,
+			     rc ? std::strerror(rc) : "success");
+		std::printf("commit: post_checks: %s: EINVAL at ibv_wr_complete\n", what);
+	};
+	{
+		ibv_send_wr wr{};
+		xiwdv_wr_flush(&wr, rkey, target, 4096, XIWDV_FLUSH_GLOBAL, 7);
+		wr.send_flags = IBV_SEND_SIGNALED;
+		cl.expect_refused(wr, EINVAL, "a Flush of placement level 7");
+		std::printf("commit: post_checks: a Flush of level 7: EINVAL at ibv_post_send\n");
+	}
+	ibv_sge sge[2] = {{cl.out_addr(0), crc_len, cl.mr->lkey},
+			  {cl.exp_addr(0), XIWDV_VERIFY_MAX_HASH + 1, cl.mr->lkey}};
+	xiwdv_wr_ext ext{};
+	xiwdv_ext_verify(&ext, cl.target.rkey_crc, target, 4096);
+	{
+		ibv_send_wr wr{};
+		xiwdv_wr_set_ext(&wr, &ext);
+		wr.sg_list = sge;
+		wr.num_sge = 2;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		cl.expect_refused(wr, EINVAL, "a Verify expecting a 33-octet hash");
+		std::printf("commit: post_checks: a Verify expecting a 33-octet hash: EINVAL at "
+			    "ibv_post_send\n");
+	}
+	ibv_wr_start(cl.qpx);
+	cl.qpx->wr_flags = IBV_SEND_SIGNALED;
+	xiwdv_wr_post_ext(cl.qpx, &ext);
+	ibv_wr_set_sge_list(cl.qpx, 2, sge);
+	refused_batch(ibv_wr_complete(cl.qpx), "a Verify expecting a 33-octet hash");
+	ibv_wr_start(cl.qpx);
+	xiwdv_wr_post_ext(cl.qpx, &ext);
+	refused_batch(ibv_wr_complete(cl.qpx), "a Verify with no SGE for its result");
+	ibv_wr_start(cl.qpx);
+	ibv_wr_rdma_read(cl.qpx, rkey, target);
+	ibv_wr_set_inline_data(cl.qpx, cl.buf + stage_off, 8);
+	refused_batch(ibv_wr_complete(cl.qpx), "an RDMA Read with inline data");
+	cl.expect_nothing_queued();
+	const u32 len = 65536;
+	fill(cl.buf + stage_off, len, 78);
+	cl.one_sided(true, stage_off, cl.raddr(region_buf, buf_verify_off), len, rkey);
+	expect_qp_works(cl, rkey, len);
 }
 
 // ---- durable ----------------------------------------------------------------------------------
@@ -1207,6 +1280,9 @@ void run_case(client &cl, test_case which)
 		break;
 	case test_case::unsupported:
 		unsupported(cl);
+		break;
+	case test_case::post_checks:
+		post_checks(cl);
 		break;
 	case test_case::durable:
 		durable(cl);

@@ -12,8 +12,10 @@
 # with a wrong expected CRC32c or SHA-256 the Verify fails with
 # IBV_WC_REM_OP_ERR and the Atomic Write behind it is flushed, not
 # performed; Verify returns the CRC32c and SHA-256 computed locally for
-# several lengths and offsets.  The server's file lives on ext4 on a loop
-# device, so that Flush to persistence writes back to a block device.
+# several lengths and offsets; what the kernel would fail later (a Flush of
+# an unknown level, a Verify's bad hash length, inline data on a Read) fails
+# the post with EINVAL.  The server's file lives on ext4 on a loop device,
+# so that Flush to persistence writes back to a block device.
 set -euo pipefail
 # shellcheck source=datapath_lib.bash
 source "$(dirname "$0")/datapath_lib.bash"
@@ -35,7 +37,7 @@ on a "$commit" registration xiw0 "$fs/registration.dat"
 case_begin "xiw_commit_test: xiw0 (host a) -> xiw1 (host b)"
 log=$XIW_OUT/commit-server.log
 server_start "$log" "$commit" server -f "$fs/server.dat"
-cases="pipeline pipeline_bad_hash pipeline_bad_sha256 qp_ex verify_hash"
+cases="pipeline pipeline_bad_hash pipeline_bad_sha256 qp_ex verify_hash post_checks"
 failed=
 client_cases "$log" 300 "$cases" "$commit" client
 # After a failed Verify the record is in place and the pointer untouched.

@@ -20,7 +20,7 @@
 //   target_fits(t)     the accept private data describes enough memory
 //   server_buf_size, server_send_depth, server_recv_depth
 //   client_buf_size, client_send_depth, client_send_sge
-//   qp_ex_case         the case whose client QP is an ibv_qp_ex
+//   uses_qp_ex(c)      whether the client QP of case C is an ibv_qp_ex
 //   qp_ex_ops, qp_ex_ops_text
 //                      send_ops_flags of that ibv_qp_ex, and how a failure
 //                      to create it names them
@@ -621,14 +621,14 @@ template <class T> struct client_base {
 	// ---- toward a peer without the extensions ----
 
 	// WR (WHAT) must fail to post with EOPNOTSUPP, bad_wr pointing to it.
-	void expect_eopnotsupp(ibv_send_wr &wr, const char *what)
+	// ibv_post_send() of WR must fail with ERR and name WR in bad_wr.
+	void expect_refused(ibv_send_wr &wr, int err, const char *what)
 	{
 		ibv_send_wr *bad = nullptr;
 		int rc = ibv_post_send(id->qp, &wr, &bad);
-		if (rc != EOPNOTSUPP)
-			fail("ibv_post_send of %s toward a peer without the extensions returned %d "
-			     "(%s), expected EOPNOTSUPP",
-			     what, rc, rc ? std::strerror(rc) : "success");
+		if (rc != err)
+			fail("ibv_post_send of %s returned %d (%s), expected %s", what, rc,
+			     rc ? std::strerror(rc) : "success", std::strerror(err));
 		if (bad != &wr)
 			fail("ibv_post_send of %s: bad_wr does not point to it", what);
 	}
@@ -673,7 +673,7 @@ int run_client(const char *addr, const char *port, char **names, int n,
 		const auto t0 = clock::now();
 		const typename T::case_type which = found->c;
 		Client cl;
-		cl.open(addr, port, which, which == T::qp_ex_case);
+		cl.open(addr, port, which, T::uses_qp_ex(which));
 		run_case(cl, which);
 		if (!T::is_error_case(which) && which != T::case_type::quit)
 			cl.bye();

@@ -24,6 +24,9 @@
 # (tests/kmod/xiw_frmr_victim.ko on host b): a Read Response held back by
 # a full TCP send buffer must not go on from pages its ULP got back by the
 # peer's Send with Invalidate (was: it sent them, reused).
+# Then kernel_ext_unnegotiated against the same ULP (probe_ext=1): its
+# ib_post_send() of an RDMAP extension to a peer that did not negotiate
+# them must fail with -EOPNOTSUPP (was: accepted, then the QP failed).
 # Then destroy_connecting: an rdma_cm client on xiw1 connects to a plain
 # TCP listener on host a that never sends the MPA Reply and destroys its
 # QP meanwhile: the destroy must not wait for the peer (was: the MPA
@@ -95,6 +98,16 @@ rmmod xiw_frmr_victim
 dmesg | grep xiw_frmr_victim
 dmesg | grep -q 'xiw_frmr_victim: rkey .* invalidated by the peer, pages reused' ||
 	failed="$failed frmr_read_after_invalidate(no invalidation)"
+[ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
+
+case_begin "a kernel consumer posts an extension the peer did not negotiate"
+insmod "$victim" addr="$XIW_ADDR_B" port=7831 probe_ext=1
+on a timeout 60 "$inject" "$XIW_ADDR_B" 7831 kernel_ext_unnegotiated ||
+	failed="$failed kernel_ext_unnegotiated"
+rmmod xiw_frmr_victim
+dmesg | grep 'xiw_frmr_victim: Send with Immediate Data' || true
+dmesg | grep -q 'xiw_frmr_victim: Send with Immediate Data posted: -95$' ||
+	failed="$failed kernel_ext_unnegotiated(post)"
 [ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
 
 case_begin "destroy_qp while the peer never sends its MPA Reply"

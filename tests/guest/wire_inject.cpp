@@ -72,6 +72,14 @@
 //                     read: no octet may come from after the invalidation,
 //                     and the Read Response must stop (Terminate or end of
 //                     stream) (regression: it went on from the reused pages)
+//   kernel_ext_unnegotiated
+//                     against xiw_frmr_victim.ko loaded with probe_ext=1: an
+//                     MPA Request without the extensions bit, then 3 s of
+//                     listening, during which the ULP posts a Send with
+//                     Immediate Data: nothing may arrive, as the post must
+//                     fail (-EOPNOTSUPP, which the ULP logs) (regression:
+//                     the post succeeded and the QP went to Error, with a
+//                     Terminate to this peer)
 //   read_before_atomic
 //                     no MPA CRC either way (mpa_crc=0, no C in the
 //                     Request; the listener's buffer is 1 MiB): an RDMA
@@ -926,6 +934,33 @@ int run_read_before_atomic(int fd, const inject_target &t, mpa_dir &tx, mpa_dir 
 	return 0;
 }
 
+// kernel_ext_unnegotiated after the MPA exchange: 3 s in which nothing may
+// arrive.
+int run_kernel_ext_unnegotiated(int fd, mpa_dir &rx)
+{
+	pollfd pfd{fd, POLLIN, 0};
+	if (poll(&pfd, 1, 3000) == 0) {
+		close(fd);
+		std::printf("wire_inject kernel_ext_unnegotiated: nothing received: ok\n");
+		return 0;
+	}
+	const std::vector<u8> f = read_fpdu(fd, rx);
+	close(fd);
+	std::printf("wire_inject kernel_ext_unnegotiated: ");
+	if (f.empty())
+		std::printf("the connection ended");
+	else if (f.size() >= term_fixed && xiw_rdmap_opcode(f[3]) == XIW_OP_TERMINATE) {
+		const xiw_hdr_terminate term = terminate_of(f);
+		std::printf("Terminate layer %u type %u code 0x%02x",
+			    xiw_term_layer(term.term.ctrl), xiw_term_etype(term.term.ctrl),
+			    xiw_term_ecode(term.term.ctrl));
+	} else {
+		std::printf("an FPDU with RDMAP control 0x%02x", f.size() > 3 ? f[3] : 0);
+	}
+	std::printf(": FAIL\n");
+	return 1;
+}
+
 struct expectation {
 	bool any_terminate; // short_immediate: whichever Terminate
 	unsigned layer, etype, ecode;
@@ -964,10 +999,12 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 	// pages themselves (it copies what the CRC is computed over).
 	const bool crc = which != "read_before_atomic";
 
+	const bool ext = which != "kernel_ext_unnegotiated";
+
 	// MPA Request, RFC 5044 §7.1: revision 1, CRC, the extensions bit.
 	xiw_mpa_rr req{};
 	std::memcpy(req.key, XIW_MPA_KEY_REQ, XIW_MPA_KEY_LEN);
-	req.flags = (crc ? XIW_MPA_FLAG_C : 0) | XIW_MPA_FLAG_EXT |
+	req.flags = (crc ? XIW_MPA_FLAG_C : 0) | (ext ? XIW_MPA_FLAG_EXT : 0) |
 		    (ask_markers ? XIW_MPA_FLAG_M : 0);
 	req.rev = XIW_MPA_REV_V1;
 	req.pd_len = xiw_cpu_to_be16(static_cast<std::uint16_t>(which.size() + 1));
@@ -981,9 +1018,9 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 		fail("the MPA Reply has a wrong key");
 	if (rep.flags & XIW_MPA_FLAG_R)
 		fail("the connection was rejected (MPA Reply flags 0x%02x)", rep.flags);
-	if (!(rep.flags & XIW_MPA_FLAG_EXT_ACK))
-		fail("the MPA Reply (flags 0x%02x) does not acknowledge the extensions",
-		     rep.flags);
+	if (ext != bool(rep.flags & XIW_MPA_FLAG_EXT_ACK))
+		fail("the MPA Reply (flags 0x%02x) %s the extensions", rep.flags,
+		     ext ? "does not acknowledge" : "acknowledges unasked");
 	if (rep.rev != XIW_MPA_REV_V1)
 		fail("MPA Reply revision %u to a revision 1 Request", rep.rev);
 	const bool reply_m = rep.flags & XIW_MPA_FLAG_M;
@@ -1018,6 +1055,8 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 		return run_markers(fd, t, tx, rx, which);
 	if (which == "read_before_atomic")
 		return run_read_before_atomic(fd, t, tx, rx);
+	if (which == "kernel_ext_unnegotiated")
+		return run_kernel_ext_unnegotiated(fd, rx);
 
 	std::vector<u8> sent;
 	std::vector<u8> before; // an FPDU that goes first, not quoted

@@ -12,6 +12,11 @@
  * The accept private data is xiw_wire_inject's inject_target: magic, the
  * STag, the region's address and length, and its first 8 octets (all
  * FILL).  One connection at a time; the module unloads cleanly.
+ *
+ * With probe_ext=1 it also posts a Send with Immediate Data (an RDMAP
+ * extension) once the connection is established, and logs what
+ * ib_post_send() returned: with a peer that did not negotiate the
+ * extensions that must be -EOPNOTSUPP, as the provider's post returns.
  */
 #include <linux/inet.h>
 #include <linux/module.h>
@@ -28,6 +33,8 @@ static ushort port = 7830;
 module_param(port, ushort, 0444);
 static uint npages = 4096;	/* 16 MiB: far more than TCP buffers */
 module_param(npages, uint, 0444);
+static bool probe_ext;
+module_param(probe_ext, bool, 0444);
 
 #define VICTIM_FILL 0xa5
 #define VICTIM_REUSED 0x5a
@@ -57,6 +64,7 @@ struct victim_conn {
 	u64 recv_dma;
 	struct ib_cqe reg_cqe;
 	struct ib_cqe recv_cqe;
+	struct ib_cqe probe_cqe;
 	struct work_struct teardown;
 };
 
@@ -68,6 +76,27 @@ static DEFINE_MUTEX(conn_lock);
 static void victim_reg_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	pr_info("xiw_frmr_victim: registration done, status %d\n", wc->status);
+}
+
+static void victim_probe_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	pr_info("xiw_frmr_victim: Send with Immediate Data completed, status %d\n",
+		wc->status);
+}
+
+/* probe_ext: an extension's work request, as a ULP might try one. */
+static void victim_probe_ext(struct victim_conn *c)
+{
+	struct ib_send_wr wr = {
+		.wr_cqe = &c->probe_cqe,
+		.opcode = IB_WR_SEND_WITH_IMM,
+		.send_flags = IB_SEND_SIGNALED,
+		.ex.imm_data = cpu_to_be32(0x1234),
+	};
+
+	c->probe_cqe.done = victim_probe_done;
+	pr_info("xiw_frmr_victim: Send with Immediate Data posted: %d\n",
+		ib_post_send(c->id->qp, &wr, NULL));
 }
 
 static void victim_recv_done(struct ib_cq *cq, struct ib_wc *wc)
@@ -270,6 +299,10 @@ static int victim_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	switch (ev->event) {
 	case RDMA_CM_EVENT_CONNECT_REQUEST:
 		return victim_connect_request(id);
+	case RDMA_CM_EVENT_ESTABLISHED:
+		if (probe_ext && c)
+			victim_probe_ext(c);
+		return 0;
 	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:

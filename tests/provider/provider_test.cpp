@@ -3,6 +3,7 @@
 // unit.provider.*: the provider's own logic on the host - completion
 // decoding, work-request opcode translation - and the built provider
 // module (what it exports, what it registers when loaded).
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -156,6 +157,7 @@ static_assert(XIWDV_FLUSH_GLOBAL == XIW_FLUSH_GLOBAL);
 static_assert(XIWDV_FLUSH_PERSISTENT == XIW_FLUSH_PERSISTENT);
 static_assert(XIWDV_FLUSH_RANGE == XIW_FLUSH_RANGE);
 static_assert(XIWDV_FLUSH_MR == XIW_FLUSH_MR);
+static_assert(XIWDV_VERIFY_MAX_HASH == XIW_VERIFY_MAX_HASH);
 
 // The verbs atomics are the masked ones with neutral masks (RFC 7306 §5.1).
 TEST(WrOpcode, VerbsAtomicsUseNeutralMasks)
@@ -168,6 +170,47 @@ TEST(WrOpcode, VerbsAtomicsUseNeutralMasks)
 	EXPECT_EQ(cas.swap, 2u);
 	EXPECT_EQ(cas.compare_mask, ~std::uint64_t{0});
 	EXPECT_EQ(cas.swap_or_boundary_mask, ~std::uint64_t{0});
+}
+
+// The verbs columns of XIW_WR_OPCODES, walked: each libibverbs and xiwdv
+// opcode a row names posts that row (so no two rows name the same one),
+// the kernel-only rows name none, every other row can be posted, every
+// xiwdv opcode has a row, and no other libibverbs value posts anything.
+TEST(WrOpcode, VerbsColumnsWalk)
+{
+	std::array<int, 32> ibv_rows{}, dv_rows{};
+	for (unsigned int wr = 0; wr < XIW_WR_NUM_OPCODES; wr++) {
+		SCOPED_TRACE(xiw_wr_lookup(wr)->name);
+		const int ibv = xiw::ibv_wr_opcodes[wr];
+		const int dv = xiw::dv_wr_opcodes[wr];
+		if (xiw_wr_is(wr, XIW_WRF_KERNEL)) {
+			EXPECT_EQ(ibv, XIW_NO_VERB);
+			EXPECT_EQ(dv, XIW_NO_VERB);
+			continue;
+		}
+		EXPECT_TRUE(ibv != XIW_NO_VERB || dv != XIW_NO_VERB);
+		if (ibv != XIW_NO_VERB) {
+			ibv_rows.at(static_cast<std::size_t>(ibv))++;
+			EXPECT_EQ(xiw::to_wr_opcode(static_cast<ibv_wr_opcode>(ibv)), wr);
+		}
+		if (dv != XIW_NO_VERB) {
+			dv_rows.at(static_cast<std::size_t>(dv))++;
+			EXPECT_EQ(xiw::to_wr_opcode(static_cast<xiwdv_wr_ext_opcode>(dv)), wr);
+		}
+	}
+	for (std::size_t v = 0; v < ibv_rows.size(); v++) {
+		EXPECT_LE(ibv_rows[v], 1) << "libibverbs opcode " << v;
+		if (!ibv_rows[v]) {
+			EXPECT_FALSE(xiw::to_wr_opcode(static_cast<ibv_wr_opcode>(v)).has_value())
+				<< "libibverbs opcode " << v;
+		}
+	}
+	for (auto dv : {XIWDV_WR_MASKED_FETCH_ADD, XIWDV_WR_MASKED_CMP_SWAP,
+			XIWDV_WR_IMMEDIATE_DATA, XIWDV_WR_RDMA_WRITE_WITH_IMM64,
+			XIWDV_WR_SEND_WITH_IMM64, XIWDV_WR_VERIFY, XIWDV_WR_FLUSH_EXT}) {
+		EXPECT_EQ(dv_rows.at(static_cast<std::size_t>(dv)), 1) << "xiwdv opcode " << dv;
+		EXPECT_TRUE(xiw::to_wr_opcode(dv).has_value()) << "xiwdv opcode " << dv;
+	}
 }
 
 TEST(WrOpcode, UnsupportedOpcodesAreRejected)
