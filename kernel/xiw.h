@@ -541,8 +541,9 @@ int xiw_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 int xiw_srq_take(struct xiw_srq *srq, struct xiw_rqe *rqe);
 
 /* xiw_qp_rx.c */
-void xiw_wire_ops_init(void);
+int xiw_wire_ops_init(void);
 const struct xiw_opcode_info *xiw_wire_op(unsigned int rv, unsigned int opcode);
+u8 xiw_wire_solicited(unsigned int rv, unsigned int opcode);
 int xiw_rqe_pop(struct xiw_ring *ring, struct xiw_rqe *rqe);
 int xiw_rqe_put(struct xiw_ring *ring, const struct ib_recv_wr *wr,
 		const struct ib_recv_wr **bad_wr);

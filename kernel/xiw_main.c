@@ -305,7 +305,9 @@ static int __init xiw_init_module(void)
 {
 	int err;
 
-	xiw_wire_ops_init();
+	err = xiw_wire_ops_init();
+	if (err)
+		return err;
 	/*
 	 * Senders wait on sockets and locks, so not a tasklet.  Per-CPU
 	 * high-priority workers: a response is framed on the CPU that took

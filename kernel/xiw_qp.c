@@ -401,7 +401,8 @@ void xiw_qp_llp_unbind(struct xiw_qp *qp)
 
 /* The kernel verbs opcode of each work-request opcode, XIW_NO_VERB. */
 static const int xiw_ib_wr_opcodes[] = {
-#define XIW_IB_WR_OF(wr, nm, rv, wire, wc, fl, smin, smax, slen, ibv, ib, dv) \
+#define XIW_IB_WR_OF(wr, nm, rv, wire, wc, fl, smin, smax, slen, ibv, ib, dv, \
+			aop)						\
 	[wr] = ib,
 	XIW_WR_OPCODES(XIW_IB_WR_OF)
 #undef XIW_IB_WR_OF
@@ -421,19 +422,24 @@ static const struct xiw_wr_info *xiw_wr_info_of_ib(enum ib_wr_opcode opcode)
 /*
  * Writes a kernel consumer's work request into its SQE, as the provider
  * does for user QPs (the SGE addresses are kernel virtual addresses: a
- * software device maps DMA one to one).
+ * software device maps DMA one to one).  @conn_flags: XIW_CONN_*, what the
+ * connection negotiated.
  */
-static int xiw_fill_sqe(struct xiw_sqe *sqe, const struct ib_send_wr *wr)
+static int xiw_fill_sqe(struct xiw_sqe *sqe, const struct ib_send_wr *wr,
+			u32 conn_flags)
 {
 	const struct xiw_wr_info *wi = xiw_wr_info_of_ib(wr->opcode);
 	u32 len = 0;
 	int i;
 
 	/* What the SQ would fail later fails the post, as the provider's. */
-	if (!wi || wr->num_sge < wi->sge_min || wr->num_sge > wi->sge_max)
+	if (!wi || wr->num_sge < 0 || !xiw_wr_sge_count_ok(wi, wr->num_sge))
 		return -EINVAL;
-	for (i = 0; wi->sge_len && i < wr->num_sge; i++)
-		if (wr->sg_list[i].length != wi->sge_len)
+	/* Not to a peer that would terminate the stream (xiwdv.h). */
+	if (wi->flags & XIW_WRF_EXT && !(conn_flags & XIW_CONN_EXTENSIONS))
+		return -EOPNOTSUPP;
+	for (i = 0; i < wr->num_sge; i++)
+		if (!xiw_wr_sge_len_ok(wi, wr->sg_list[i].length))
 			return -EINVAL;
 	/* Only the SGEs (or inline bytes) in use are read. */
 	memset(sqe, 0, offsetof(struct xiw_sqe, sge));
@@ -446,12 +452,11 @@ static int xiw_fill_sqe(struct xiw_sqe *sqe, const struct ib_send_wr *wr)
 	if (wr->send_flags & IB_SEND_FENCE)
 		sqe->flags |= XIW_SQE_FENCE;
 
-	switch (wr->opcode) {
-	case IB_WR_SEND_WITH_IMM:
-	case IB_WR_RDMA_WRITE_WITH_IMM:
-		/* The 64-bit immediate whose value is the 32 bits sent. */
+	/* The 64-bit immediate whose value is the 32 bits sent. */
+	if (wi->flags & XIW_WRF_IMM)
 		sqe->operand[0] = be32_to_cpu(wr->ex.imm_data);
-		break;
+	/* The peer's STag (a Send's) or ours (a local invalidation's). */
+	switch (wr->opcode) {
 	case IB_WR_SEND_WITH_INV:
 	case IB_WR_LOCAL_INV:
 	case IB_WR_RDMA_READ_WITH_INV:
@@ -530,7 +535,8 @@ static int xiw_post_kernel_send(struct xiw_qp *qp, const struct ib_send_wr *wr,
 			err = -ENOMEM;
 			break;
 		}
-		err = xiw_fill_sqe(xiw_ring_entry(&qp->sq, producer), wr);
+		err = xiw_fill_sqe(xiw_ring_entry(&qp->sq, producer), wr,
+				   READ_ONCE(ctrl->conn_flags));
 		if (err)
 			break;
 		producer++;

@@ -32,16 +32,8 @@
  * filled at module load: a look-up per FPDU instead of a walk.
  */
 static const struct xiw_opcode_info *xiw_ops[2][32] __ro_after_init;
-
-void __init xiw_wire_ops_init(void)
-{
-	unsigned int op;
-
-	for (op = 0; op < ARRAY_SIZE(xiw_ops[0]); op++) {
-		xiw_ops[0][op] = xiw_opcode_lookup(XIW_RDMAP_RV1, op);
-		xiw_ops[1][op] = xiw_opcode_lookup(XIW_RDMAP_RV2, op);
-	}
-}
+/* And the Solicited Event variant of each untagged message. */
+static u8 xiw_se_ops[2][32] __ro_after_init;
 
 /* The row of (@rv, @opcode), NULL if the wire table has none. */
 const struct xiw_opcode_info *xiw_wire_op(unsigned int rv, unsigned int opcode)
@@ -49,6 +41,12 @@ const struct xiw_opcode_info *xiw_wire_op(unsigned int rv, unsigned int opcode)
 	if (rv != XIW_RDMAP_RV1 && rv != XIW_RDMAP_RV2)
 		return NULL;
 	return xiw_ops[rv - 1][opcode % ARRAY_SIZE(xiw_ops[0])];
+}
+
+/* The Solicited Event variant of a valid untagged (@rv, @opcode). */
+u8 xiw_wire_solicited(unsigned int rv, unsigned int opcode)
+{
+	return xiw_se_ops[rv - 1][opcode % ARRAY_SIZE(xiw_se_ops[0])];
 }
 
 /* Room for the variable tail of a header-only message. */
@@ -1113,6 +1111,37 @@ static const struct xiw_rx_handler *xiw_rx_handler_of(unsigned int rv,
 	if (rv == XIW_RDMAP_RV2 && xiw_rx_rv2[opcode].begin)
 		return &xiw_rx_rv2[opcode];
 	return &xiw_rx_rv1[opcode];
+}
+
+/*
+ * Fills the look-up of the wire table.  -EINVAL if a row that may arrive
+ * has no handler: a new row in wire.h needs one here, or every FPDU with
+ * its opcode would call a NULL function.
+ */
+int __init xiw_wire_ops_init(void)
+{
+	unsigned int rv, op;
+
+	for (rv = XIW_RDMAP_RV1; rv <= XIW_RDMAP_RV2; rv++) {
+		for (op = 0; op < ARRAY_SIZE(xiw_ops[0]); op++) {
+			const struct xiw_opcode_info *row =
+				xiw_opcode_lookup(rv, op);
+			const struct xiw_rx_handler *h =
+				xiw_rx_handler_of(rv, op);
+			bool handled = h->begin &&
+				       (h->end ||
+					h->begin == xiw_rx_begin_unsupported);
+
+			xiw_ops[rv - 1][op] = row;
+			xiw_se_ops[rv - 1][op] = xiw_opcode_solicited(rv, op);
+			if (!row || handled)
+				continue;
+			pr_err("xiw: RDMAP version %u opcode 0x%x (%s) has no receive handler\n",
+			       rv, op, row->name);
+			return -EINVAL;
+		}
+	}
+	return 0;
 }
 
 /* Checks everything an FPDU header says; false if the stream failed. */

@@ -388,59 +388,10 @@ void xiw_qp_sq_complete_request(struct xiw_qp *qp, struct xiw_wqe *wqe,
 	xiw_qp_tx_kick(qp);
 }
 
-/*
- * The Flush Disposition Flags (draft-talpey §4.1.1) for the placement type
- * and level of a flush work request, or -1 if they are not valid.
- */
-static int xiw_flush_flags(u64 type_level)
-{
-	int flags;
-
-	switch (type_level & 0xff) {
-	case XIW_FLUSH_GLOBAL:
-		flags = XIW_FLUSH_DISP_G;
-		break;
-	case XIW_FLUSH_PERSISTENT:
-		flags = XIW_FLUSH_DISP_P;
-		break;
-	default:
-		return -1;
-	}
-	switch (type_level >> 8) {
-	case XIW_FLUSH_RANGE:
-		return flags;
-	case XIW_FLUSH_MR:
-		return flags | XIW_FLUSH_DISP_R;
-	default:
-		return -1;
-	}
-}
-
 static u8 xiw_access_error_status(enum xiw_access_error why)
 {
 	return why == XIW_ACCESS_RIGHTS ? XIW_WC_LOC_ACCESS_ERR :
 					  XIW_WC_LOC_PROT_ERR;
-}
-
-/*
- * What an SQE's opcode needs beyond its table row: a Flush's length and
- * disposition (draft-talpey §4.1.1: a 32-bit Data Sink Length), a Verify's
- * length and the size of the hash it expects.  Returns a work completion
- * status.
- */
-static u8 xiw_sqe_check_operands(const struct xiw_sqe *sqe)
-{
-	if (sqe->opcode == XIW_WR_FLUSH) {
-		if (sqe->operand[0] > U32_MAX)
-			return XIW_WC_LOC_LEN_ERR;
-		if (xiw_flush_flags(sqe->operand[1]) < 0)
-			return XIW_WC_LOC_QP_OP_ERR;
-	}
-	if (sqe->opcode == XIW_WR_VERIFY &&
-	    (sqe->operand[0] > U32_MAX ||
-	     (sqe->num_sge == 2 && sqe->sge[1].length > XIW_VERIFY_MAX_HASH)))
-		return XIW_WC_LOC_LEN_ERR;
-	return XIW_WC_SUCCESS;
 }
 
 /*
@@ -469,7 +420,8 @@ static u8 xiw_wqe_prepare(struct xiw_qp *qp, struct xiw_wqe *wqe)
 		return XIW_WC_LOC_QP_OP_ERR;
 	/*
 	 * A peer that did not negotiate the extensions would terminate the
-	 * stream; the provider refuses these at post time already.
+	 * stream; the provider and xiw_fill_sqe() refuse these at post time
+	 * already.
 	 */
 	if (wi->flags & XIW_WRF_EXT && !qp->conn.extensions)
 		return XIW_WC_LOC_QP_OP_ERR;
@@ -477,7 +429,7 @@ static u8 xiw_wqe_prepare(struct xiw_qp *qp, struct xiw_wqe *wqe)
 	if (sqe->flags & XIW_SQE_INLINE ?
 		    !(wi->flags & XIW_WRF_INLINE) ||
 			    sqe->inline_length > XIW_MAX_INLINE :
-		    sqe->num_sge < wi->sge_min || sqe->num_sge > wi->sge_max)
+		    !xiw_wr_sge_count_ok(wi, sqe->num_sge))
 		return XIW_WC_LOC_LEN_ERR;
 	status = xiw_sqe_check_operands(sqe);
 	if (status != XIW_WC_SUCCESS)
@@ -492,7 +444,7 @@ static u8 xiw_wqe_prepare(struct xiw_qp *qp, struct xiw_wqe *wqe)
 	for (i = 0; i < sqe->num_sge; i++) {
 		struct xiw_sge *sge = &sqe->sge[i];
 
-		if (wi->sge_len && sge->length != wi->sge_len)
+		if (!xiw_wr_sge_len_ok(wi, sge->length))
 			return XIW_WC_LOC_LEN_ERR;
 		total += sge->length;
 		/* Zero-length SGEs name no memory (IBTA o10-2.1). */
@@ -550,22 +502,11 @@ static struct xiw_wqe *xiw_sq_fetch(struct xiw_qp *qp)
  * The RDMAP opcode of an untagged message, with Solicited Event if its
  * SQE asks for one (RFC 5040 §4.2, RFC 7306 §4.1, draft-wood §4.1).
  */
-static u8 xiw_untagged_opcode(u8 opcode, const struct xiw_sqe *sqe)
+static u8 xiw_untagged_opcode(u8 rv, u8 opcode, const struct xiw_sqe *sqe)
 {
 	if (!(sqe->flags & XIW_SQE_SOLICITED))
 		return opcode;
-	switch (opcode) {
-	case XIW_OP_SEND:
-		return XIW_OP_SEND_SE;
-	case XIW_OP_SEND_INV:
-		return XIW_OP_SEND_SE_INV;
-	case XIW_OP_IMM:
-		return XIW_OP_IMM_SE;
-	case XIW_OP2_SEND_IMM:
-		return XIW_OP2_SEND_SE_IMM;
-	default:
-		return opcode;
-	}
+	return xiw_wire_solicited(rv, opcode);
 }
 
 /*
@@ -587,11 +528,12 @@ static int xiw_tx_frame_imm(struct xiw_qp *qp, struct xiw_wqe *wqe, u32 msn)
 	/* draft-wood's Send is the only RV 2 message a WR sends. */
 	if (wi->rv == XIW_RDMAP_RV2) {
 		xiw_ctrl_set(&h->ddp.ctrl, ulpdu, 0, 1, wi->rv,
-			     xiw_untagged_opcode(wi->wire, sqe));
+			     xiw_untagged_opcode(wi->rv, wi->wire, sqe));
 		xiw_untagged_set(&h->ddp, 0, XIW_QN_SEND, msn, wqe->bytes);
 	} else {
 		xiw_ctrl_set(&h->ddp.ctrl, ulpdu, 0, 1, XIW_RDMAP_RV1,
-			     xiw_untagged_opcode(XIW_OP_IMM, sqe));
+			     xiw_untagged_opcode(XIW_RDMAP_RV1, XIW_OP_IMM,
+						 sqe));
 		xiw_untagged_set(&h->ddp, 0, XIW_QN_SEND, msn, 0);
 	}
 	/* 8 opaque octets; xiw sends the 64-bit value big-endian. */
@@ -638,7 +580,8 @@ static int xiw_tx_frame_message(struct xiw_qp *qp)
 		} else {
 			/* A Send with Immediate ends in the imm segment. */
 			xiw_ctrl_set(&hdr->ctrl, ulpdu, 0, end && !imm, wi->rv,
-				     xiw_untagged_opcode(wi->wire, sqe));
+				     xiw_untagged_opcode(wi->rv, wi->wire,
+							 sqe));
 			xiw_untagged_set(&hdr->untagged,
 					 wi->flags & XIW_WRF_INVALIDATE ?
 					 sqe->invalidate_rkey : 0,
@@ -681,15 +624,15 @@ static int xiw_tx_frame_read_request(struct xiw_qp *qp, u32 sink_stag,
 }
 
 /*
- * Frames the Atomic Request of @sqe (RFC 7306 §5.2.1) with the Request
+ * Frames the Atomic Request of @wqe (RFC 7306 §5.2.1) with the Request
  * Identifier @req_id gets: the request's MSN on QN 1, unique among the
  * outstanding ones.  0, or -ENOSPC if tx.buf has no room.
  */
 static int xiw_tx_frame_atomic_request(struct xiw_qp *qp,
-				       const struct xiw_sqe *sqe, u32 *req_id)
+				       const struct xiw_wqe *wqe, u32 *req_id)
 {
-	bool fetch_add = sqe->opcode == XIW_WR_ATOMIC_FETCH_ADD ||
-			 sqe->opcode == XIW_WR_MASKED_FETCH_ADD;
+	const struct xiw_sqe *sqe = &wqe->sqe;
+	u8 aop = wqe->info->aop;
 	struct xiw_rdmap_atomic_req *a;
 	struct xiw_hdr_atomic_req *h;
 	u32 ulpdu = sizeof(*h) - XIW_MPA_HDR_LEN;
@@ -703,12 +646,11 @@ static int xiw_tx_frame_atomic_request(struct xiw_qp *qp,
 		     XIW_OP_ATOMIC_REQ);
 	xiw_untagged_set(&h->ddp, 0, XIW_QN_READ_REQ, msn, 0);
 	a = &h->atomic;
-	a->aopcode = cpu_to_be32(fetch_add ? XIW_AOP_FETCH_ADD :
-				 XIW_AOP_CMP_SWAP);
+	a->aopcode = cpu_to_be32(aop);
 	a->req_id = cpu_to_be32(msn);
 	a->stag = cpu_to_be32(sqe->rkey);
 	xiw_put_be64(&a->to, sqe->remote_addr);
-	if (fetch_add) {
+	if (aop == XIW_AOP_FETCH_ADD) {
 		/* §5.2.1: unused Compare fields are 0 and all ones. */
 		xiw_put_be64(&a->add_swap, sqe->operand[0]);
 		xiw_put_be64(&a->add_swap_mask, sqe->operand[3]);
@@ -788,7 +730,7 @@ static bool xiw_tx_issue_request(struct xiw_qp *qp)
 		goto out;
 	switch (opcode) {
 	case XIW_OP_ATOMIC_REQ:
-		err = xiw_tx_frame_atomic_request(qp, sqe, &req_id);
+		err = xiw_tx_frame_atomic_request(qp, wqe, &req_id);
 		break;
 	case XIW_OP_READ_REQ:
 		err = xiw_tx_frame_read_request(qp, sink_stag, sink_to,

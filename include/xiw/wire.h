@@ -1080,4 +1080,26 @@ xiw_opcode_lookup(unsigned int rv, unsigned int opcode)
 	return XIW_NULL;
 }
 
+/*
+ * The Solicited Event variant of untagged message @opcode of version @rv:
+ * the row that differs from it by XIW_OPF_SE only (RFC 5040 §4.2, RFC 7306
+ * §4.1, draft-wood §4.1); @opcode itself if there is none.
+ */
+static inline unsigned int xiw_opcode_solicited(unsigned int rv,
+						unsigned int opcode)
+{
+	const struct xiw_opcode_info *oi = xiw_opcode_lookup(rv, opcode);
+	const struct xiw_opcode_info *se;
+	unsigned int i;
+
+	if (!oi || oi->flags & (XIW_OPF_TAGGED | XIW_OPF_SE))
+		return opcode;
+	for (i = 0; (se = xiw_opcode_at(i)) != XIW_NULL; i++)
+		if (se->flags == (oi->flags | XIW_OPF_SE) &&
+		    se->rv_mask == oi->rv_mask && se->qn == oi->qn &&
+		    se->hdr_len == oi->hdr_len)
+			return se->opcode;
+	return opcode;
+}
+
 #endif /* XIW_WIRE_H */

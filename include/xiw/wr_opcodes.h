@@ -63,7 +63,8 @@ enum {
 };
 
 /*
- * X(wr, name, rv, wire, wc, flags, sge_min, sge_max, sge_len, ibv, ib, dv)
+ * X(wr, name, rv, wire, wc, flags, sge_min, sge_max, sge_len, ibv, ib, dv,
+ *   aop)
  *   wr        enum xiw_wr_opcode; rows are in its order
  *   rv, wire  the RDMAP version and opcode of the message it sends (the
  *             first, without Solicited Event; XIW_OP_NONE for local work)
@@ -75,73 +76,79 @@ enum {
  *   ib        the kernel verbs opcode that posts it (enum ib_wr_opcode)
  *   dv        the xiwdv extension opcode that posts it
  *             (enum xiwdv_wr_ext_opcode)
+ *   aop       the AOpCode of its Atomic Request (RFC 7306 §5.2.1 Figure 5;
+ *             0 for other messages)
  * Sources: RFC 5040 §4.2, §5.1; RFC 7306 §4, §5.1, §6.3; draft-talpey §2,
  * §4; draft-wood §4.1, §5.3.
  */
 #define XIW_WR_OPCODES(X)						\
 	X(XIW_WR_SEND, "Send", XIW_RDMAP_RV1, XIW_OP_SEND, XIW_WC_SEND,	\
 	  XIW_WRF_INLINE, 0, XIW_MAX_SGE, 0,				\
-	  IBV_WR_SEND, IB_WR_SEND, XIW_NO_VERB)				\
+	  IBV_WR_SEND, IB_WR_SEND, XIW_NO_VERB, 0)			\
 	X(XIW_WR_SEND_WITH_IMM, "Send with Immediate Data", XIW_RDMAP_RV2, \
 	  XIW_OP2_SEND_IMM, XIW_WC_SEND,				\
 	  XIW_WRF_EXT | XIW_WRF_IMM | XIW_WRF_INLINE, 0, XIW_MAX_SGE, 0, \
 	  IBV_WR_SEND_WITH_IMM, IB_WR_SEND_WITH_IMM,			\
-	  XIWDV_WR_SEND_WITH_IMM64)					\
+	  XIWDV_WR_SEND_WITH_IMM64, 0)					\
 	X(XIW_WR_SEND_WITH_INV, "Send with Invalidate", XIW_RDMAP_RV1,	\
 	  XIW_OP_SEND_INV, XIW_WC_SEND,					\
 	  XIW_WRF_INLINE | XIW_WRF_INVALIDATE, 0, XIW_MAX_SGE, 0,	\
-	  IBV_WR_SEND_WITH_INV, IB_WR_SEND_WITH_INV, XIW_NO_VERB)	\
+	  IBV_WR_SEND_WITH_INV, IB_WR_SEND_WITH_INV, XIW_NO_VERB, 0)	\
 	X(XIW_WR_RDMA_WRITE, "RDMA Write", XIW_RDMAP_RV1, XIW_OP_WRITE,	\
 	  XIW_WC_RDMA_WRITE, XIW_WRF_INLINE | XIW_WRF_TAGGED, 0,	\
-	  XIW_MAX_SGE, 0, IBV_WR_RDMA_WRITE, IB_WR_RDMA_WRITE, XIW_NO_VERB) \
+	  XIW_MAX_SGE, 0, IBV_WR_RDMA_WRITE, IB_WR_RDMA_WRITE, XIW_NO_VERB, \
+	  0)								\
 	X(XIW_WR_RDMA_WRITE_WITH_IMM, "RDMA Write with Immediate Data",	\
 	  XIW_RDMAP_RV1, XIW_OP_WRITE, XIW_WC_RDMA_WRITE,		\
 	  XIW_WRF_EXT | XIW_WRF_IMM | XIW_WRF_INLINE | XIW_WRF_TAGGED, 0, \
 	  XIW_MAX_SGE, 0, IBV_WR_RDMA_WRITE_WITH_IMM,			\
-	  IB_WR_RDMA_WRITE_WITH_IMM, XIWDV_WR_RDMA_WRITE_WITH_IMM64)	\
+	  IB_WR_RDMA_WRITE_WITH_IMM, XIWDV_WR_RDMA_WRITE_WITH_IMM64, 0)	\
 	X(XIW_WR_RDMA_READ, "RDMA Read", XIW_RDMAP_RV1, XIW_OP_READ_REQ,	\
 	  XIW_WC_RDMA_READ, XIW_WRF_REQUEST, 0, XIW_MAX_SGE_RD, 0,	\
-	  IBV_WR_RDMA_READ, IB_WR_RDMA_READ, XIW_NO_VERB)		\
+	  IBV_WR_RDMA_READ, IB_WR_RDMA_READ, XIW_NO_VERB, 0)		\
 	X(XIW_WR_ATOMIC_FETCH_ADD, "FetchAdd", XIW_RDMAP_RV1,		\
 	  XIW_OP_ATOMIC_REQ, XIW_WC_FETCH_ADD,				\
 	  XIW_WRF_REQUEST | XIW_WRF_EXT, 1, 1, 8,			\
 	  IBV_WR_ATOMIC_FETCH_AND_ADD, IB_WR_ATOMIC_FETCH_AND_ADD,	\
-	  XIW_NO_VERB)							\
+	  XIW_NO_VERB, XIW_AOP_FETCH_ADD)				\
 	X(XIW_WR_ATOMIC_CMP_SWAP, "CmpSwap", XIW_RDMAP_RV1,		\
 	  XIW_OP_ATOMIC_REQ, XIW_WC_COMP_SWAP,				\
 	  XIW_WRF_REQUEST | XIW_WRF_EXT, 1, 1, 8,			\
-	  IBV_WR_ATOMIC_CMP_AND_SWP, IB_WR_ATOMIC_CMP_AND_SWP, XIW_NO_VERB) \
+	  IBV_WR_ATOMIC_CMP_AND_SWP, IB_WR_ATOMIC_CMP_AND_SWP, XIW_NO_VERB, \
+	  XIW_AOP_CMP_SWAP)						\
 	X(XIW_WR_MASKED_FETCH_ADD, "Masked FetchAdd", XIW_RDMAP_RV1,	\
 	  XIW_OP_ATOMIC_REQ, XIW_WC_MASKED_FETCH_ADD,			\
 	  XIW_WRF_REQUEST | XIW_WRF_EXT, 1, 1, 8,			\
-	  XIW_NO_VERB, XIW_NO_VERB, XIWDV_WR_MASKED_FETCH_ADD)		\
+	  XIW_NO_VERB, XIW_NO_VERB, XIWDV_WR_MASKED_FETCH_ADD,		\
+	  XIW_AOP_FETCH_ADD)						\
 	X(XIW_WR_MASKED_CMP_SWAP, "Masked CmpSwap", XIW_RDMAP_RV1,	\
 	  XIW_OP_ATOMIC_REQ, XIW_WC_MASKED_COMP_SWAP,			\
 	  XIW_WRF_REQUEST | XIW_WRF_EXT, 1, 1, 8,			\
-	  XIW_NO_VERB, XIW_NO_VERB, XIWDV_WR_MASKED_CMP_SWAP)		\
+	  XIW_NO_VERB, XIW_NO_VERB, XIWDV_WR_MASKED_CMP_SWAP,		\
+	  XIW_AOP_CMP_SWAP)						\
 	X(XIW_WR_IMMEDIATE_DATA, "Immediate Data", XIW_RDMAP_RV1,	\
 	  XIW_OP_IMM, XIW_WC_IMMEDIATE_DATA, XIW_WRF_EXT | XIW_WRF_IMM, 0, \
-	  0, 0, XIW_NO_VERB, XIW_NO_VERB, XIWDV_WR_IMMEDIATE_DATA)	\
+	  0, 0, XIW_NO_VERB, XIW_NO_VERB, XIWDV_WR_IMMEDIATE_DATA, 0)	\
 	X(XIW_WR_FLUSH, "RDMA Flush", XIW_RDMAP_RV1, XIW_OP_FLUSH_REQ,	\
 	  XIW_WC_FLUSH, XIW_WRF_REQUEST | XIW_WRF_EXT, 0, 0, 0,		\
-	  XIWDV_WR_FLUSH, XIW_NO_VERB, XIWDV_WR_FLUSH_EXT)		\
+	  XIWDV_WR_FLUSH, XIW_NO_VERB, XIWDV_WR_FLUSH_EXT, 0)		\
 	X(XIW_WR_ATOMIC_WRITE, "Atomic Write", XIW_RDMAP_RV1,		\
 	  XIW_OP_ATOMIC_WRITE_REQ, XIW_WC_ATOMIC_WRITE,			\
 	  XIW_WRF_REQUEST | XIW_WRF_EXT, 0, 0, 0,			\
-	  IBV_WR_ATOMIC_WRITE, XIW_NO_VERB, XIW_NO_VERB)		\
+	  IBV_WR_ATOMIC_WRITE, XIW_NO_VERB, XIW_NO_VERB, 0)		\
 	X(XIW_WR_VERIFY, "RDMA Verify", XIW_RDMAP_RV1, XIW_OP_VERIFY_REQ, \
 	  XIW_WC_VERIFY, XIW_WRF_REQUEST | XIW_WRF_EXT, 1, 2, 0,	\
-	  XIW_NO_VERB, XIW_NO_VERB, XIWDV_WR_VERIFY)			\
+	  XIW_NO_VERB, XIW_NO_VERB, XIWDV_WR_VERIFY, 0)			\
 	X(XIW_WR_LOCAL_INV, "Local Invalidate", 0, XIW_OP_NONE,		\
 	  XIW_WC_LOCAL_INV, XIW_WRF_LOCAL | XIW_WRF_KERNEL, 0, 0, 0,	\
-	  XIW_NO_VERB, IB_WR_LOCAL_INV, XIW_NO_VERB)			\
+	  XIW_NO_VERB, IB_WR_LOCAL_INV, XIW_NO_VERB, 0)			\
 	X(XIW_WR_REG_MR, "Fast Register", 0, XIW_OP_NONE, XIW_WC_REG_MR,	\
 	  XIW_WRF_LOCAL | XIW_WRF_KERNEL, 0, 0, 0,			\
-	  XIW_NO_VERB, IB_WR_REG_MR, XIW_NO_VERB)			\
+	  XIW_NO_VERB, IB_WR_REG_MR, XIW_NO_VERB, 0)			\
 	X(XIW_WR_RDMA_READ_WITH_INV, "RDMA Read with Invalidate",	\
 	  XIW_RDMAP_RV1, XIW_OP_READ_REQ, XIW_WC_RDMA_READ,		\
 	  XIW_WRF_REQUEST | XIW_WRF_KERNEL, 0, XIW_MAX_SGE_RD, 0,	\
-	  XIW_NO_VERB, IB_WR_RDMA_READ_WITH_INV, XIW_NO_VERB)
+	  XIW_NO_VERB, IB_WR_RDMA_READ_WITH_INV, XIW_NO_VERB, 0)
 
 /*
  * X(wc, ibv, ib): each completion opcode (enum xiw_wc_opcode) and what
@@ -199,14 +206,16 @@ struct xiw_wr_info {
 	__u8 sge_min;
 	__u8 sge_max;
 	__u32 sge_len;		/* of each SGE; 0: any */
+	__u8 aop;		/* an Atomic Request's AOpCode */
 };
 
 #define XIW_WR_INFO_INIT(wr, nm, rv, wire, wc, fl, smin, smax, slen, ibv, ib, \
-			 dv)						\
+			 dv, aop)					\
 	{ nm, (__u8)(wr), (__u8)(rv), (__u8)(wire), (__u8)(wc),	\
-	  (__u16)(fl), (__u8)(smin), (__u8)(smax), (__u32)(slen) },
+	  (__u16)(fl), (__u8)(smin), (__u8)(smax), (__u32)(slen),	\
+	  (__u8)(aop) },
 #define XIW_WR_COUNT_ONE(wr, nm, rv, wire, wc, fl, smin, smax, slen, ibv, ib, \
-			 dv) +1
+			 dv, aop) +1
 
 XIW_STATIC_ASSERT(0 XIW_WR_OPCODES(XIW_WR_COUNT_ONE) == XIW_WR_NUM_OPCODES,
 		  "one row per work-request opcode");
@@ -230,6 +239,74 @@ static inline int xiw_wr_is(unsigned int wr, unsigned int flags)
 	const struct xiw_wr_info *wi = xiw_wr_lookup(wr);
 
 	return wi && (wi->flags & flags) == flags;
+}
+
+/*
+ * The SGE rule of a row, for every post path (provider, kernel consumers)
+ * and for the kernel's own check of what a provider wrote: whether @n
+ * SGEs are as many as opcode @wi takes, and whether one of @len octets
+ * has the length it must have.
+ */
+static inline int xiw_wr_sge_count_ok(const struct xiw_wr_info *wi,
+				      unsigned long n)
+{
+	return n >= wi->sge_min && n <= wi->sge_max;
+}
+
+static inline int xiw_wr_sge_len_ok(const struct xiw_wr_info *wi, __u32 len)
+{
+	return !wi->sge_len || len == wi->sge_len;
+}
+
+/*
+ * The Flush Disposition Flags (draft-talpey §4.1.1) for the placement type
+ * and level of a flush work request (operand[1]: type in the low byte,
+ * level above it), or -1 if they are not valid.
+ */
+static inline int xiw_flush_flags(__u64 type_level)
+{
+	int flags;
+
+	switch (type_level & 0xff) {
+	case XIW_FLUSH_GLOBAL:
+		flags = XIW_FLUSH_DISP_G;
+		break;
+	case XIW_FLUSH_PERSISTENT:
+		flags = XIW_FLUSH_DISP_P;
+		break;
+	default:
+		return -1;
+	}
+	switch (type_level >> 8) {
+	case XIW_FLUSH_RANGE:
+		return flags;
+	case XIW_FLUSH_MR:
+		return flags | XIW_FLUSH_DISP_R;
+	default:
+		return -1;
+	}
+}
+
+/*
+ * What an SQE's opcode needs beyond its row: a Flush's length and
+ * disposition (draft-talpey §4.1.1: a 32-bit Data Sink Length), a
+ * Verify's length and the size of the hash it expects.  Returns a work
+ * completion status (enum xiw_wc_status).  The provider refuses at post
+ * what fails here; the kernel checks every SQE again, whoever wrote it.
+ */
+static inline unsigned int xiw_sqe_check_operands(const struct xiw_sqe *sqe)
+{
+	if (sqe->opcode == XIW_WR_FLUSH) {
+		if (sqe->operand[0] > 0xffffffffu)
+			return XIW_WC_LOC_LEN_ERR;
+		if (xiw_flush_flags(sqe->operand[1]) < 0)
+			return XIW_WC_LOC_QP_OP_ERR;
+	}
+	if (sqe->opcode == XIW_WR_VERIFY &&
+	    (sqe->operand[0] > 0xffffffffu ||
+	     (sqe->num_sge == 2 && sqe->sge[1].length > XIW_VERIFY_MAX_HASH)))
+		return XIW_WC_LOC_LEN_ERR;
+	return XIW_WC_SUCCESS;
 }
 
 #endif /* XIW_WR_OPCODES_H */

@@ -182,10 +182,10 @@ int sqe_begin_verbs(xiw_sqe &sqe, const ibv_send_wr &wr) noexcept
 int check_sges(xiw_wr_opcode op, std::span<const ibv_sge> sges) noexcept
 {
 	const xiw_wr_info *wi = xiw_wr_lookup(op);
-	if (!wi || sges.size() < wi->sge_min || sges.size() > wi->sge_max)
+	if (!wi || !xiw_wr_sge_count_ok(wi, sges.size()))
 		return EINVAL;
 	for (const ibv_sge &sge : sges)
-		if (wi->sge_len && sge.length != wi->sge_len)
+		if (!xiw_wr_sge_len_ok(wi, sge.length))
 			return EINVAL;
 	return 0;
 }
@@ -206,14 +206,21 @@ int fill_sqe(const qp &q, const ibv_send_wr &wr, xiw_sqe &sqe) noexcept
 					    static_cast<std::size_t>(wr.num_sge));
 	if (int err = check_sges(op, sges))
 		return err;
+	// IBV_SEND_INLINE is ignored where there is no payload to send (a
+	// Read or an atomic), as other providers do.
+	int err;
 	if (wr.send_flags & IBV_SEND_INLINE && xiw_wr_is(op, XIW_WRF_INLINE))
-		return sqe_set_inline(
+		err = sqe_set_inline(
 			sqe, sges,
 			[](const ibv_sge &sge) {
 				return reinterpret_cast<const void *>(sge.addr);
 			},
 			[](const ibv_sge &sge) { return std::size_t{sge.length}; });
-	return sqe_set_sges(sqe, sges);
+	else
+		err = sqe_set_sges(sqe, sges);
+	if (!err && xiw_sqe_check_operands(&sqe) != XIW_WC_SUCCESS)
+		err = EINVAL;
+	return err;
 }
 
 // Publishes the SQEs up to producer and rings the doorbell unless the
@@ -235,11 +242,27 @@ int sq_publish(qp &q, std::uint32_t producer) noexcept
 
 // ---- ibv_qp_ex: work requests built by calls -----------------------------
 
+// Ends the batch's last work request: what ibv_post_send() refuses at
+// post, ibv_wr_complete() refuses for the batch (its SGEs are given after
+// its opcode, so only now is it whole).
+void batch_end_wr(qp &q) noexcept
+{
+	const xiw_sqe *sqe = q.batch_sqe;
+	q.batch_sqe = nullptr;
+	if (!sqe || q.batch_err)
+		return;
+	const xiw_wr_info *wi = xiw_wr_lookup(sqe->opcode);
+	if (!(sqe->flags & XIW_SQE_INLINE) && !xiw_wr_sge_count_ok(wi, sqe->num_sge))
+		q.batch_err = EINVAL;
+	else if (xiw_sqe_check_operands(sqe) != XIW_WC_SUCCESS)
+		q.batch_err = EINVAL;
+}
+
 // The next SQE of the batch, begun for op; nullptr once the batch failed.
 xiw_sqe *batch_next(ibv_qp_ex *qpx, xiw_wr_opcode op) noexcept
 {
 	qp &q = *from_ibv(qpx);
-	q.batch_sqe = nullptr;
+	batch_end_wr(q);
 	if (q.batch_err)
 		return nullptr;
 	if (xiw_wr_is(op, XIW_WRF_EXT) && !extensions_negotiated(q))
@@ -274,6 +297,7 @@ void wr_start(ibv_qp_ex *qpx) noexcept
 int wr_complete(ibv_qp_ex *qpx) noexcept
 {
 	qp &q = *from_ibv(qpx);
+	batch_end_wr(q);
 	int err = q.batch_err;
 	// A failed batch is dropped whole, as ibv_wr_complete() documents.
 	if (!err && q.batch_producer != q.sq.own(q.sq.ctrl().producer))
@@ -382,7 +406,7 @@ void wr_post_ext(ibv_qp_ex *qpx, void *hdr, std::uint16_t hdr_sz, std::uint16_t)
 	const auto op = ext ? to_wr_opcode(static_cast<xiwdv_wr_ext_opcode>(ext->opcode))
 			    : std::nullopt;
 	if (!op) {
-		q.batch_sqe = nullptr;
+		batch_end_wr(q);
 		batch_check(q, ext ? EOPNOTSUPP : EINVAL);
 		return;
 	}
@@ -414,7 +438,10 @@ void wr_set_inline_data_list(ibv_qp_ex *qpx, std::size_t num_buf,
 			     const ibv_data_buf *buf_list) noexcept
 {
 	qp &q = *from_ibv(qpx);
-	if (q.batch_sqe)
+	// Inline data only where the message carries payload.
+	if (q.batch_sqe && !xiw_wr_is(q.batch_sqe->opcode, XIW_WRF_INLINE))
+		batch_check(q, EINVAL);
+	else if (q.batch_sqe)
 		batch_check(q, sqe_set_inline(
 				       *q.batch_sqe,
 				       std::span<const ibv_data_buf>(buf_list, num_buf),
@@ -428,17 +455,33 @@ void wr_set_inline_data(ibv_qp_ex *qpx, void *addr, std::size_t length) noexcept
 	wr_set_inline_data_list(qpx, 1, &buf);
 }
 
-// The ibv_qp_ex work request builders xiw provides.
-constexpr std::uint64_t supported_send_ops =
-	IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
-	IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
-	IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-	IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV |
-	IBV_QP_EX_WITH_ATOMIC_WRITE | XIWDV_QP_EX_WITH_EXTENSIONS
+// The ibv_qp_ex capability (IBV_QP_EX_WITH_*) of libibverbs opcode OP, 0
+// if this libibverbs has no ibv_wr_* builder for it.  The bits follow the
+// opcodes up to TSO only.
+constexpr std::uint64_t qp_ex_send_op(int op) noexcept
+{
+	static_assert(IBV_QP_EX_WITH_RDMA_WRITE == 1 << IBV_WR_RDMA_WRITE &&
+		      IBV_QP_EX_WITH_SEND_WITH_INV == 1 << IBV_WR_SEND_WITH_INV &&
+		      IBV_QP_EX_WITH_TSO == 1 << IBV_WR_TSO);
+	if (op >= 0 && op <= IBV_WR_TSO)
+		return std::uint64_t{1} << op;
+	if (op == IBV_WR_ATOMIC_WRITE)
+		return IBV_QP_EX_WITH_ATOMIC_WRITE;
 #ifdef XIW_HAVE_IBV_WR_FLUSH
-	| IBV_QP_EX_WITH_FLUSH
+	if (op == IBV_WR_FLUSH)
+		return IBV_QP_EX_WITH_FLUSH;
 #endif
-	;
+	return 0;
+}
+
+// The ibv_qp_ex work request builders xiw provides: one for each row of
+// XIW_WR_OPCODES that libibverbs posts, and xiwdv's for the rest.
+constexpr std::uint64_t supported_send_ops = [] {
+	std::uint64_t ops = XIWDV_QP_EX_WITH_EXTENSIONS;
+	for (const int op : ibv_wr_opcodes)
+		ops |= qp_ex_send_op(op);
+	return ops;
+}();
 
 void init_qp_ex(qp &q) noexcept
 {

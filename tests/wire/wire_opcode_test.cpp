@@ -140,6 +140,35 @@ TEST(OpcodeTable, UndefinedCombinationsAreNull)
 	EXPECT_EQ(xiw_opcode_lookup(1, 0x100), nullptr);
 }
 
+// The Solicited Event variants, as RFC 5040 §4.2, RFC 7306 §4.1 and
+// draft-wood §4.1 list them; every other message has none.
+TEST(OpcodeTable, SolicitedEventVariants)
+{
+	struct pair {
+		unsigned int rv, op, se;
+	};
+	constexpr pair kSolicited[] = {
+		{XIW_RDMAP_RV1, XIW_OP_SEND, XIW_OP_SEND_SE},
+		{XIW_RDMAP_RV1, XIW_OP_SEND_INV, XIW_OP_SEND_SE_INV},
+		{XIW_RDMAP_RV1, XIW_OP_IMM, XIW_OP_IMM_SE},
+		{XIW_RDMAP_RV2, XIW_OP_SEND, XIW_OP_SEND_SE},
+		{XIW_RDMAP_RV2, XIW_OP_SEND_INV, XIW_OP_SEND_SE_INV},
+		{XIW_RDMAP_RV2, XIW_OP_IMM, XIW_OP_IMM_SE},
+		{XIW_RDMAP_RV2, XIW_OP2_SEND_IMM, XIW_OP2_SEND_SE_IMM},
+		{XIW_RDMAP_RV2, XIW_OP2_SEND_INV_IMM, XIW_OP2_SEND_SE_INV_IMM},
+	};
+	for (unsigned int rv : {XIW_RDMAP_RV1, XIW_RDMAP_RV2}) {
+		for (unsigned int op = 0; op < 32; op++) {
+			unsigned int want = op;
+			for (const pair &p : kSolicited)
+				if (p.rv == rv && p.op == op)
+					want = p.se;
+			EXPECT_EQ(xiw_opcode_solicited(rv, op), want)
+				<< "RV " << rv << " opcode 0x" << std::hex << op;
+		}
+	}
+}
+
 TEST(OpcodeTable, ExactlyTheExpectedEntries)
 {
 	std::set<std::pair<unsigned, unsigned>> want;

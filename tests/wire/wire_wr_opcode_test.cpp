@@ -91,6 +91,23 @@ TEST(WrTable, MessagesAgreeWithTheWireTable)
 	}
 }
 
+// An atomic's AOpCode (RFC 7306 §5.2.1 Figure 5) is the one its completion
+// names; no other row has one.
+TEST(WrTable, AtomicsNameTheirAOpCode)
+{
+	for (unsigned int op = 0; op < XIW_WR_NUM_OPCODES; op++) {
+		const xiw_wr_info &wi = *xiw_wr_lookup(op);
+		if (wi.wire != XIW_OP_ATOMIC_REQ || wi.flags & XIW_WRF_LOCAL) {
+			EXPECT_EQ(wi.aop, 0) << wi.name;
+			continue;
+		}
+		const bool adds = wi.wc == XIW_WC_FETCH_ADD || wi.wc == XIW_WC_MASKED_FETCH_ADD;
+		const bool swaps = wi.wc == XIW_WC_COMP_SWAP || wi.wc == XIW_WC_MASKED_COMP_SWAP;
+		EXPECT_TRUE(adds || swaps) << wi.name;
+		EXPECT_EQ(wi.aop, adds ? XIW_AOP_FETCH_ADD : XIW_AOP_CMP_SWAP) << wi.name;
+	}
+}
+
 // Every completion opcode a row names has its verbs names.
 TEST(WrTable, CompletionsHaveRows)
 {
