@@ -652,6 +652,15 @@ xiw_hdr_terminate terminate_of(const std::vector<u8> &f)
 	return term;
 }
 
+// "Terminate layer L type T code 0xCC" of a Terminate F, for messages.
+std::string terminate_text(const std::vector<u8> &f)
+{
+	const xiw_hdr_terminate term = terminate_of(f);
+	return xiw_test::strf("Terminate layer %u type %u code 0x%02x",
+			      xiw_term_layer(term.term.ctrl), xiw_term_etype(term.term.ctrl),
+			      xiw_term_ecode(term.term.ctrl));
+}
+
 // An RDMA Write (RFC 5040: tagged, last segment) of DATA[0, N) to STag/TO.
 std::vector<u8> write_segment(u32 stag, u64 to, const u8 *data, std::size_t n)
 {
@@ -765,12 +774,9 @@ std::vector<u8> read_response(int fd, mpa_dir &rx, std::size_t len)
 		xiw_ctrl c{};
 		std::memcpy(&c, f.data(), sizeof(c));
 		const unsigned opcode = xiw_rdmap_opcode(c.rdmap_ctrl);
-		if (opcode == XIW_OP_TERMINATE && f.size() >= term_fixed) {
-			const xiw_hdr_terminate term = terminate_of(f);
-			fail("Terminate layer %u type %u code 0x%02x after %zu octets read back",
-			     xiw_term_layer(term.term.ctrl), xiw_term_etype(term.term.ctrl),
-			     xiw_term_ecode(term.term.ctrl), got.size());
-		}
+		if (opcode == XIW_OP_TERMINATE && f.size() >= term_fixed)
+			fail("%s after %zu octets read back", terminate_text(f).c_str(),
+			     got.size());
 		if (opcode != XIW_OP_READ_RESP || !xiw_ddp_tagged(c.ddp_ctrl) ||
 		    xiw_rdmap_rv(c.rdmap_ctrl) != XIW_RDMAP_RV1 ||
 		    f.size() < sizeof(xiw_ddp_tagged_hdr))
@@ -871,11 +877,7 @@ int run_frmr_read_after_invalidate(int fd, const inject_target &t, mpa_dir &tx)
 			fail("an FPDU of %zu octets", f.size());
 		const unsigned opcode = xiw_rdmap_opcode(f[3]);
 		if (opcode == XIW_OP_TERMINATE && f.size() >= term_fixed) {
-			const xiw_hdr_terminate term = terminate_of(f);
-			end = xiw_test::strf("Terminate layer %u type %u code 0x%02x",
-					     xiw_term_layer(term.term.ctrl),
-					     xiw_term_etype(term.term.ctrl),
-					     xiw_term_ecode(term.term.ctrl));
+			end = terminate_text(f);
 			break;
 		}
 		if (opcode != XIW_OP_READ_RESP || f.size() < sizeof(xiw_ddp_tagged_hdr))
@@ -949,14 +951,10 @@ int run_kernel_ext_unnegotiated(int fd, mpa_dir &rx)
 	std::printf("wire_inject kernel_ext_unnegotiated: ");
 	if (f.empty())
 		std::printf("the connection ended");
-	else if (f.size() >= term_fixed && xiw_rdmap_opcode(f[3]) == XIW_OP_TERMINATE) {
-		const xiw_hdr_terminate term = terminate_of(f);
-		std::printf("Terminate layer %u type %u code 0x%02x",
-			    xiw_term_layer(term.term.ctrl), xiw_term_etype(term.term.ctrl),
-			    xiw_term_ecode(term.term.ctrl));
-	} else {
+	else if (f.size() >= term_fixed && xiw_rdmap_opcode(f[3]) == XIW_OP_TERMINATE)
+		std::printf("%s", terminate_text(f).c_str());
+	else
 		std::printf("an FPDU with RDMAP control 0x%02x", f.size() > 3 ? f[3] : 0);
-	}
 	std::printf(": FAIL\n");
 	return 1;
 }
@@ -1206,12 +1204,8 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 	const unsigned opcode = xiw_rdmap_opcode(f[3]);
 
 	if (expect_response) {
-		if (opcode == XIW_OP_TERMINATE && f.size() >= term_fixed) {
-			const xiw_hdr_terminate term = terminate_of(f);
-			fail("Terminate layer %u type %u code 0x%02x instead of the %s",
-			     xiw_term_layer(term.term.ctrl), xiw_term_etype(term.term.ctrl),
-			     xiw_term_ecode(term.term.ctrl), resp_name);
-		}
+		if (opcode == XIW_OP_TERMINATE && f.size() >= term_fixed)
+			fail("%s instead of the %s", terminate_text(f).c_str(), resp_name);
 		if (resp_opcode == XIW_OP_ATOMIC_WRITE_RESP) {
 			check_untagged(f, resp_opcode, XIW_QN_RESPONSE, resp_name);
 			// draft-talpey §2.3.3: no payload on QN 3.
