@@ -91,16 +91,12 @@ struct endpoint {
 	void ping(std::uint32_t seq)
 	{
 		buf[size - 1] = marker(seq);
-		ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf.data()), size, mr->lkey};
-		ibv_send_wr wr{}, *bad = nullptr;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		wr.opcode = with_imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
-		wr.imm_data = htonl(seq);
-		wr.send_flags = IBV_SEND_SIGNALED;
-		wr.wr.rdma.remote_addr = peer.addr;
-		wr.wr.rdma.rkey = peer.rkey;
-		if (ibv_post_send(id->qp, &wr, &bad))
+		xiw_test::one_sge_wr w(with_imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE,
+				       buf.data(), size, mr->lkey);
+		w.wr.imm_data = htonl(seq);
+		w.wr.wr.rdma.remote_addr = peer.addr;
+		w.wr.wr.rdma.rkey = peer.rkey;
+		if (w.post(id->qp))
 			die("ibv_post_send");
 		poll(id->send_cq);
 	}
@@ -145,9 +141,7 @@ int run_server(const char *addr, const char *port)
 	e.size = std::clamp<std::uint32_t>(e.peer.size, 1, max_size);
 	prepare(e);
 	const buffer_info mine = e.own();
-	rdma_conn_param p = xiw_test::conn_param();
-	p.private_data = &mine;
-	p.private_data_len = sizeof(mine);
+	rdma_conn_param p = xiw_test::conn_param_with(mine);
 	if (rdma_accept(e.id, &p))
 		die("rdma_accept");
 	for (std::uint32_t i = 0; i < e.peer.iterations; i++) {
@@ -169,9 +163,7 @@ int run_client(const char *addr, const char *port, bool with_imm, std::uint32_t 
 	prepare(e);
 	buffer_info mine = e.own();
 	mine.iterations = iterations;
-	rdma_conn_param p = xiw_test::conn_param();
-	p.private_data = &mine;
-	p.private_data_len = sizeof(mine);
+	rdma_conn_param p = xiw_test::conn_param_with(mine);
 	if (rdma_connect(e.id, &p))
 		die("rdma_connect");
 	const rdma_conn_param &cp = e.id->event->param.conn;

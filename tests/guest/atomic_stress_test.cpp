@@ -39,7 +39,9 @@
 
 namespace {
 
+using xiw_test::conn_param_with;
 using xiw_test::die;
+using xiw_test::one_sge_wr;
 using xiw_test::wait_disconnect;
 using u64 = std::uint64_t;
 using clock_type = std::chrono::steady_clock;
@@ -48,6 +50,8 @@ constexpr std::uint32_t pd_magic = 0x78697753; // "xiwS"
 // Counting from here crosses bit 32 early on.
 constexpr u64 initial_value = 0x00000000ffffc000ull;
 constexpr unsigned faa_depth = 16;
+// Responder resources and initiator depth each way.
+constexpr std::uint8_t atomic_depth = 16;
 constexpr std::uint32_t send_depth = 64;
 
 enum class mode : std::uint32_t { faa = 1, cas = 2 };
@@ -72,15 +76,6 @@ struct accept_pd {
 	u64 addr;
 	u64 initial;
 };
-
-rdma_conn_param conn_param()
-{
-	rdma_conn_param p{};
-	p.responder_resources = 16;
-	p.initiator_depth = 16;
-	p.retry_count = 7;
-	return p;
-}
 
 // =============================================================================
 // Server
@@ -185,9 +180,7 @@ int run_server(const char *addr, const char *port)
 			die("ibv_reg_mr with IBV_ACCESS_REMOTE_ATOMIC");
 		accept_pd t{pd_magic, mr->rkey, reinterpret_cast<std::uintptr_t>(counter),
 			    initial_value};
-		rdma_conn_param p = conn_param();
-		p.private_data = &t;
-		p.private_data_len = sizeof(t);
+		rdma_conn_param p = conn_param_with(t, atomic_depth);
 		if (rdma_accept(id, &p))
 			die("rdma_accept");
 		ids.push_back(id);
@@ -265,23 +258,15 @@ struct qp_state {
 void post_atomic(qp_state &q, mode how, unsigned depth)
 {
 	const unsigned slot = static_cast<unsigned>(q.posted % depth);
-	ibv_sge sge{reinterpret_cast<std::uintptr_t>(&q.slots[slot]), 8, q.mr->lkey};
-	ibv_send_wr wr{}, *bad = nullptr;
-	wr.wr_id = q.posted;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.atomic.remote_addr = q.raddr;
-	wr.wr.atomic.rkey = q.rkey;
-	if (how == mode::faa) {
-		wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
-		wr.wr.atomic.compare_add = 1;
-	} else {
-		wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
-		wr.wr.atomic.compare_add = q.guess;
-		wr.wr.atomic.swap = q.guess + 1;
-	}
-	if (int rc = ibv_post_send(q.id->qp, &wr, &bad)) {
+	const bool faa = how == mode::faa;
+	one_sge_wr w(faa ? IBV_WR_ATOMIC_FETCH_AND_ADD : IBV_WR_ATOMIC_CMP_AND_SWP,
+		     &q.slots[slot], 8, q.mr->lkey, q.posted);
+	w.wr.wr.atomic.remote_addr = q.raddr;
+	w.wr.wr.atomic.rkey = q.rkey;
+	w.wr.wr.atomic.compare_add = faa ? 1 : q.guess;
+	if (!faa)
+		w.wr.wr.atomic.swap = q.guess + 1;
+	if (int rc = w.post(q.id->qp)) {
 		q.error = std::string("ibv_post_send: ") + std::strerror(rc);
 		return;
 	}
@@ -378,9 +363,7 @@ int run_client(const char *addr, const char *port, mode how, unsigned nq, unsign
 		if (!q.mr)
 			die("ibv_reg_mr");
 		connect_pd req{pd_magic, how, nq, i, n, l};
-		rdma_conn_param p = conn_param();
-		p.private_data = &req;
-		p.private_data_len = sizeof(req);
+		rdma_conn_param p = conn_param_with(req, atomic_depth);
 		if (rdma_connect(q.id, &p))
 			die("rdma_connect");
 		const rdma_conn_param &cp = q.id->event->param.conn;

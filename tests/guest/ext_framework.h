@@ -130,26 +130,12 @@ inline std::uint8_t *alloc_buffer(std::size_t n)
 inline void post_recv(ibv_qp *qp, std::uint64_t wr_id, void *addr, std::uint32_t len,
 		      std::uint32_t lkey)
 {
-	ibv_sge sge{reinterpret_cast<std::uintptr_t>(addr), len, lkey};
-	ibv_recv_wr wr{}, *bad = nullptr;
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	if (int rc = ibv_post_recv(qp, &wr, &bad))
+	if (int rc = post_recv_one(qp, addr, len, lkey, wr_id))
 		die_rc("ibv_post_recv", rc);
 }
 
-// Room for 16 RDMA Reads and atomics in flight each way, and private data.
-inline rdma_conn_param conn_param16(const void *data, std::uint8_t len)
-{
-	rdma_conn_param p{};
-	p.responder_resources = 16;
-	p.initiator_depth = 16;
-	p.retry_count = 7;
-	p.private_data = data;
-	p.private_data_len = len;
-	return p;
-}
+// Room for 16 RDMA Reads and atomics in flight each way.
+constexpr std::uint8_t rdma_depth = 16;
 
 // Opens DEVICE by name, or fails.
 inline ibv_context *open_device(const char *dev_name)
@@ -224,15 +210,9 @@ template <class T> struct server_conn_base {
 	bool send(const msg &m)
 	{
 		ctrl.send = m;
-		ibv_sge sge{reinterpret_cast<std::uintptr_t>(&ctrl.send), sizeof(ctrl.send),
-			    ctrl_mr->lkey};
-		ibv_send_wr wr{}, *bad = nullptr;
-		wr.wr_id = server_ctrl_wr_id;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		wr.opcode = IBV_WR_SEND;
-		wr.send_flags = IBV_SEND_SIGNALED;
-		if (int rc = ibv_post_send(id->qp, &wr, &bad))
+		one_sge_wr w(IBV_WR_SEND, &ctrl.send, sizeof(ctrl.send), ctrl_mr->lkey,
+			     server_ctrl_wr_id);
+		if (int rc = w.post(id->qp))
 			die_rc("ibv_post_send", rc);
 		ibv_wc wc{};
 		if (!poll_one(id->send_cq, wc, op_timeout_ms)) {
@@ -359,7 +339,7 @@ int run_server(const Conn &proto, const char *addr, const char *port, const char
 			c.post_ctrl_recv();
 		bool peer_gone = false;
 		const typename T::target t = c.target();
-		rdma_conn_param p = conn_param16(&t, sizeof(t));
+		rdma_conn_param p = conn_param_with(t, rdma_depth);
 		if (!registered) {
 			rdma_reject(c.id, nullptr, 0);
 			peer_gone = true;
@@ -443,7 +423,7 @@ template <class T> struct client_base {
 			post_ctrl_recv(i);
 
 		connect_pd<typename T::case_type> req{T::pd_magic, which};
-		rdma_conn_param p = conn_param16(&req, sizeof(req));
+		rdma_conn_param p = conn_param_with(req, rdma_depth);
 		if (rdma_connect(id, &p))
 			fail("rdma_connect: %s (the server says why it rejected, if it did)",
 			     std::strerror(errno));

@@ -67,14 +67,65 @@ inline ibv_qp_init_attr rc_qp_attr(std::uint32_t send_wr, std::uint32_t recv_wr)
 	return attr;
 }
 
-// Room for a few RDMA Reads in flight each way.
-inline rdma_conn_param conn_param()
+// Room for DEPTH RDMA Reads or atomics in flight each way.
+inline rdma_conn_param conn_param(std::uint8_t depth = 4)
 {
 	rdma_conn_param p{};
-	p.responder_resources = 4;
-	p.initiator_depth = 4;
+	p.responder_resources = depth;
+	p.initiator_depth = depth;
 	p.retry_count = 7;
 	return p;
+}
+
+// conn_param(DEPTH) carrying PD as private data (PD must outlive the call
+// that takes the parameters).
+template <typename T>
+inline rdma_conn_param conn_param_with(const T &pd, std::uint8_t depth = 4)
+{
+	rdma_conn_param p = conn_param(depth);
+	p.private_data = &pd;
+	p.private_data_len = sizeof(pd);
+	return p;
+}
+
+// A signaled work request of one SGE, the shape of most posts in the tests;
+// set the wr.wr union for Writes, Reads and atomics.  It points at its own
+// SGE, so it is neither copied nor moved.
+struct one_sge_wr {
+	ibv_sge sge;
+	ibv_send_wr wr{};
+
+	one_sge_wr(ibv_wr_opcode opcode, const void *addr, std::uint32_t length,
+		   std::uint32_t lkey, std::uint64_t wr_id = 0)
+		: sge{reinterpret_cast<std::uintptr_t>(addr), length, lkey}
+	{
+		wr.wr_id = wr_id;
+		wr.opcode = opcode;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.send_flags = IBV_SEND_SIGNALED;
+	}
+	one_sge_wr(const one_sge_wr &) = delete;
+	one_sge_wr &operator=(const one_sge_wr &) = delete;
+
+	// ibv_post_send's status.
+	int post(ibv_qp *qp)
+	{
+		ibv_send_wr *bad = nullptr;
+		return ibv_post_send(qp, &wr, &bad);
+	}
+};
+
+// Posts a receive of one SGE to QP; ibv_post_recv's status.
+inline int post_recv_one(ibv_qp *qp, const void *addr, std::uint32_t length,
+			 std::uint32_t lkey, std::uint64_t wr_id = 0)
+{
+	ibv_sge sge{reinterpret_cast<std::uintptr_t>(addr), length, lkey};
+	ibv_recv_wr wr{}, *bad = nullptr;
+	wr.wr_id = wr_id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	return ibv_post_recv(qp, &wr, &bad);
 }
 
 // A listening endpoint on ADDR:PORT (librdmacm's synchronous API) whose

@@ -38,7 +38,9 @@
 namespace {
 
 using xiw_test::conn_param;
+using xiw_test::conn_param_with;
 using xiw_test::die;
+using xiw_test::one_sge_wr;
 using xiw_test::poll_one;
 using xiw_test::resolve;
 using xiw_test::strf;
@@ -310,9 +312,7 @@ void srq_server::accept_clients()
 			c.id = id;
 			c.index = static_cast<std::uint32_t>(conns_.size());
 			const accept_info info{kMagic, c.index};
-			rdma_conn_param param = conn_param();
-			param.private_data = &info;
-			param.private_data_len = sizeof(info);
+			rdma_conn_param param = conn_param_with(info);
 			if (rdma_accept(id, &param))
 				die("rdma_accept");
 			conns_.push_back(c);
@@ -369,14 +369,8 @@ void srq_server::grant(connection &c, std::uint32_t count)
 {
 	credit_msg &m = credits_[c.index];
 	m = {kMagic, count};
-	ibv_sge sge{reinterpret_cast<std::uintptr_t>(&m), sizeof(m), credit_mr_->lkey};
-	ibv_send_wr wr{}, *bad = nullptr;
-	wr.wr_id = c.index;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	if (int rc = ibv_post_send(c.id->qp, &wr, &bad))
+	if (int rc = one_sge_wr(IBV_WR_SEND, &m, sizeof(m), credit_mr_->lkey, c.index)
+			     .post(c.id->qp))
 		fail("ibv_post_send of a credit to client %u: %s", c.index, std::strerror(rc));
 	ibv_wc wc{};
 	if (!poll_one(send_cq_, wc, kTimeoutMs))
@@ -621,14 +615,10 @@ void post_message(rdma_cm_id *id, ibv_mr *mr, std::uint8_t *slot, std::uint32_t 
 		  std::uint32_t seq, bool signaled)
 {
 	const std::uint32_t n = make_message(slot, client, seq);
-	ibv_sge sge{reinterpret_cast<std::uintptr_t>(slot), n, mr->lkey};
-	ibv_send_wr wr{}, *bad = nullptr;
-	wr.wr_id = seq;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND;
-	wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
-	if (int rc = ibv_post_send(id->qp, &wr, &bad))
+	one_sge_wr w(IBV_WR_SEND, slot, n, mr->lkey, seq);
+	if (!signaled)
+		w.wr.send_flags = 0;
+	if (int rc = w.post(id->qp))
 		fail("ibv_post_send of message %u: %s", seq, std::strerror(rc));
 }
 

@@ -180,13 +180,7 @@ int run_cq_overflow()
 	if (!mr)
 		xiw_test::die("ibv_reg_mr");
 	for (int i = 0; i < 64; i++) {
-		ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf), sizeof(buf), mr->lkey};
-		ibv_recv_wr wr{};
-		ibv_recv_wr *bad = nullptr;
-		wr.wr_id = static_cast<u64>(i);
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		if (ibv_post_recv(qp, &wr, &bad))
+		if (xiw_test::post_recv_one(qp, buf, sizeof(buf), mr->lkey, static_cast<u64>(i)))
 			xiw_test::die("ibv_post_recv");
 	}
 	if (!to_state(qp, IBV_QPS_ERR))
@@ -452,14 +446,11 @@ int run_long_verify(const char *addr, const char *port)
 		xiwdv_wr_ext ext{};
 		xiwdv_ext_verify(&ext, target->rkey, reinterpret_cast<std::uintptr_t>(region),
 				 static_cast<std::uint32_t>(len));
-		ibv_send_wr wr{}, *bad = nullptr;
-		xiwdv_wr_set_ext(&wr, &ext);
-		ibv_sge sge{reinterpret_cast<std::uintptr_t>(hash), sha256_len, out->lkey};
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		wr.send_flags = IBV_SEND_SIGNALED;
+		// (The opcode is xiwdv_wr_set_ext()'s to set.)
+		xiw_test::one_sge_wr w(IBV_WR_SEND, hash, sha256_len, out->lkey);
+		xiwdv_wr_set_ext(&w.wr, &ext);
 		short_watchdog watchdog;
-		if (ibv_post_send(a, &wr, &bad))
+		if (w.post(a))
 			xiw_test::die("ibv_post_send (Verify)");
 		done = xiw_test::poll_one(cq, wc, 600000);
 	}
@@ -511,15 +502,10 @@ int run_scribbled_sink(const char *addr, const char *port)
 				std::memset(sink, v, sizeof(sink));
 		});
 		for (int i = 0; i < writes; i++) {
-			ibv_sge sge{reinterpret_cast<std::uintptr_t>(src), len, mr_a->lkey};
-			ibv_send_wr wr{}, *bad = nullptr;
-			wr.opcode = IBV_WR_RDMA_WRITE;
-			wr.sg_list = &sge;
-			wr.num_sge = 1;
-			wr.send_flags = IBV_SEND_SIGNALED;
-			wr.wr.rdma.remote_addr = reinterpret_cast<std::uintptr_t>(sink);
-			wr.wr.rdma.rkey = mr_b->rkey;
-			if (ibv_post_send(a, &wr, &bad))
+			xiw_test::one_sge_wr w(IBV_WR_RDMA_WRITE, src, len, mr_a->lkey);
+			w.wr.wr.rdma.remote_addr = reinterpret_cast<std::uintptr_t>(sink);
+			w.wr.wr.rdma.rkey = mr_b->rkey;
+			if (w.post(a))
 				xiw_test::die("ibv_post_send");
 			if (!xiw_test::poll_one(cq_a, wc, 20000) || wc.status != IBV_WC_SUCCESS)
 				break;
@@ -724,15 +710,10 @@ int run_qp_reuse(const char *addr, const char *port)
 			xiw_test::die("rdma_connect");
 		first.expect(RDMA_CM_EVENT_ESTABLISHED);
 
-		ibv_sge sge{reinterpret_cast<std::uintptr_t>(sink), read_len, smr->lkey};
-		ibv_send_wr wr{}, *bad = nullptr;
-		wr.opcode = IBV_WR_RDMA_READ;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		wr.send_flags = IBV_SEND_SIGNALED;
-		wr.wr.rdma.remote_addr = 0x1000;
-		wr.wr.rdma.rkey = 0x5eed;
-		if (ibv_post_send(qp, &wr, &bad))
+		xiw_test::one_sge_wr w(IBV_WR_RDMA_READ, sink, read_len, smr->lkey);
+		w.wr.wr.rdma.remote_addr = 0x1000;
+		w.wr.wr.rdma.rkey = 0x5eed;
+		if (w.post(qp))
 			xiw_test::die("ibv_post_send");
 		if (!xiw_test::poll_one(cq, wc, 20000))
 			fail("the Read did not complete after the peer's reset");
@@ -745,12 +726,7 @@ int run_qp_reuse(const char *addr, const char *port)
 		// Reuse: Error (the reset did that) -> Reset -> Init, a receive.
 		if (!to_state(qp, IBV_QPS_RESET) || !to_state(qp, IBV_QPS_INIT))
 			xiw_test::die("ibv_modify_qp(RESET, INIT)");
-		ibv_sge rsge{reinterpret_cast<std::uintptr_t>(rbuf), sizeof(rbuf), rmr->lkey};
-		ibv_recv_wr rwr{}, *rbad = nullptr;
-		rwr.wr_id = 42;
-		rwr.sg_list = &rsge;
-		rwr.num_sge = 1;
-		if (ibv_post_recv(qp, &rwr, &rbad))
+		if (xiw_test::post_recv_one(qp, rbuf, sizeof(rbuf), rmr->lkey, 42))
 			xiw_test::die("ibv_post_recv");
 
 		cm_client second(addr, port);

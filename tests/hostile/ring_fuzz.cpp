@@ -119,12 +119,7 @@ struct pair {
 	}
 	void post_b_recv(u64 id)
 	{
-		ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf_b), 4096, mr_b->lkey};
-		ibv_recv_wr wr{}, *bad = nullptr;
-		wr.wr_id = id;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		ibv_post_recv(b, &wr, &bad);
+		xiw_test::post_recv_one(b, buf_b, 4096, mr_b->lkey, id);
 	}
 	// The attacked rings: the larger mapping is the SQ (64 x 256 octets
 	// against 16 x 128).  Entries are indexed modulo the ring size.
@@ -374,14 +369,8 @@ int run(const char *addr, const char *port, u64 want, int seconds, u64 seed)
 			}
 			if (g.chance(8)) {
 				// The peer sends: A takes (maybe garbage) receives.
-				ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf_b), g.below(256),
-					    p.mr_b->lkey};
-				ibv_send_wr wr{}, *bad = nullptr;
-				wr.opcode = IBV_WR_SEND;
-				wr.sg_list = &sge;
-				wr.num_sge = 1;
-				wr.send_flags = IBV_SEND_SIGNALED;
-				n.sends_from_peer += ibv_post_send(p.b, &wr, &bad) == 0;
+				xiw_test::one_sge_wr w(IBV_WR_SEND, buf_b, g.below(256), p.mr_b->lkey);
+				n.sends_from_peer += w.post(p.b) == 0;
 			}
 			failed = drain(p.cq_a, "a", n, [](u64) {});
 			drain(p.cq_b, "b", n, [&p](u64 id) { p.post_b_recv(id); });

@@ -64,12 +64,7 @@ enum : u64 { peer_recv_id = 1, peer_send_id = 2 };
 void peer_post_recvs(peer_conn &c, ibv_mr *mr)
 {
 	for (; c.posted < 32; c.posted++) {
-		ibv_sge sge{reinterpret_cast<std::uintptr_t>(mr->addr), 4096, mr->lkey};
-		ibv_recv_wr wr{}, *bad = nullptr;
-		wr.wr_id = peer_recv_id;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		if (ibv_post_recv(c.id->qp, &wr, &bad))
+		if (xiw_test::post_recv_one(c.id->qp, mr->addr, 4096, mr->lkey, peer_recv_id))
 			break;
 	}
 }
@@ -141,14 +136,8 @@ void peer_post_recvs(peer_conn &c, ibv_mr *mr)
 				continue;
 		} else if (type == RDMA_CM_EVENT_ESTABLISHED && conns.count(id)) {
 			// One Send, for whatever receives the worker posted.
-			ibv_sge sge{reinterpret_cast<std::uintptr_t>(mr->addr), 32, mr->lkey};
-			ibv_send_wr wr{}, *bad = nullptr;
-			wr.wr_id = peer_send_id;
-			wr.opcode = IBV_WR_SEND;
-			wr.sg_list = &sge;
-			wr.num_sge = 1;
-			wr.send_flags = IBV_SEND_SIGNALED;
-			ibv_post_send(id->qp, &wr, &bad);
+			xiw_test::one_sge_wr(IBV_WR_SEND, mr->addr, 32, mr->lkey, peer_send_id)
+				.post(id->qp);
 			continue;
 		} else if (!conns.count(id)) {
 			continue;

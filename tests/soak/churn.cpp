@@ -164,16 +164,10 @@ int run_server(const char *addr, const char *port, int seconds)
 				rdma_destroy_id(id);
 				continue;
 			}
-			ibv_sge sge{reinterpret_cast<std::uintptr_t>(inbox), msg_len, in_mr->lkey};
-			ibv_recv_wr wr{}, *bad = nullptr;
-			wr.sg_list = &sge;
-			wr.num_sge = 1;
-			ibv_post_recv(id->qp, &wr, &bad);
+			xiw_test::post_recv_one(id->qp, inbox, msg_len, in_mr->lkey);
 			const region_info info{reinterpret_cast<std::uintptr_t>(region), mr->rkey,
 					       slot_len};
-			rdma_conn_param cp = xiw_test::conn_param();
-			cp.private_data = &info;
-			cp.private_data_len = sizeof(info);
+			rdma_conn_param cp = xiw_test::conn_param_with(info);
 			conns[id] = cq;
 			accepted++;
 			if (rdma_accept(id, &cp) == 0)
@@ -398,22 +392,16 @@ private:
 	}
 	bool post(ibv_wr_opcode op, std::size_t off, std::size_t len, u64 remote)
 	{
-		ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf_ + off), static_cast<u32>(len),
-			    mr_->lkey};
-		ibv_send_wr wr{}, *bad = nullptr;
-		wr.opcode = op;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		wr.send_flags = IBV_SEND_SIGNALED;
+		xiw_test::one_sge_wr w(op, buf_ + off, static_cast<u32>(len), mr_->lkey);
 		if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
-			wr.wr.atomic.remote_addr = remote;
-			wr.wr.atomic.rkey = info_.rkey;
-			wr.wr.atomic.compare_add = 1;
+			w.wr.wr.atomic.remote_addr = remote;
+			w.wr.wr.atomic.rkey = info_.rkey;
+			w.wr.wr.atomic.compare_add = 1;
 		} else {
-			wr.wr.rdma.remote_addr = remote;
-			wr.wr.rdma.rkey = info_.rkey;
+			w.wr.wr.rdma.remote_addr = remote;
+			w.wr.wr.rdma.rkey = info_.rkey;
 		}
-		return ibv_post_send(id_->qp, &wr, &bad) == 0;
+		return w.post(id_->qp) == 0;
 	}
 
 	const char *addr_, *port_;

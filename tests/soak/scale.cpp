@@ -135,13 +135,8 @@ private:
 	}
 	void post_recv(rdma_cm_id *id, u32 q)
 	{
-		ibv_sge sge{reinterpret_cast<std::uintptr_t>(page_of(q) + recv_off), msg_len,
-			    mrs_[q]->lkey};
-		ibv_recv_wr wr{}, *bad = nullptr;
-		wr.wr_id = q;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		if (ibv_post_recv(id->qp, &wr, &bad))
+		if (xiw_test::post_recv_one(id->qp, page_of(q) + recv_off, msg_len, mrs_[q]->lkey,
+					    q))
 			xiw_test::die("ibv_post_recv");
 	}
 
@@ -187,9 +182,7 @@ private:
 				} else if (type == RDMA_CM_EVENT_ROUTE_RESOLVED) {
 					u32 cn = client_of.at(id);
 					create_qp(id, cn, false);
-					rdma_conn_param cp = xiw_test::conn_param();
-					cp.private_data = &cn;
-					cp.private_data_len = sizeof(cn);
+					rdma_conn_param cp = xiw_test::conn_param_with(cn);
 					if (rdma_connect(id, &cp))
 						xiw_test::die("rdma_connect");
 				} else if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
@@ -217,30 +210,17 @@ private:
 		u8 *msg = page_of(q) + send_off;
 		for (std::size_t i = 0; i < msg_len; i++)
 			msg[i] = payload_octet(q, i);
-		ibv_sge sge{reinterpret_cast<std::uintptr_t>(msg), msg_len, mrs_[q]->lkey};
-		ibv_send_wr wr{}, *bad = nullptr;
-		wr.wr_id = q;
-		wr.opcode = IBV_WR_SEND;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		wr.send_flags = IBV_SEND_SIGNALED;
-		if (ibv_post_send(id->qp, &wr, &bad))
+		if (xiw_test::one_sge_wr(IBV_WR_SEND, msg, msg_len, mrs_[q]->lkey, q).post(id->qp))
 			xiw_test::die("ibv_post_send (Send)");
 	}
 	void post_fetch_add(rdma_cm_id *id, u32 q, u32 peer)
 	{
-		ibv_sge sge{reinterpret_cast<std::uintptr_t>(page_of(q) + result_off), 8,
-			    mrs_[q]->lkey};
-		ibv_send_wr wr{}, *bad = nullptr;
-		wr.wr_id = q;
-		wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		wr.send_flags = IBV_SEND_SIGNALED;
-		wr.wr.atomic.remote_addr = reinterpret_cast<std::uintptr_t>(page_of(peer) + target_off);
-		wr.wr.atomic.rkey = mrs_[peer]->rkey;
-		wr.wr.atomic.compare_add = add_base + q;
-		if (ibv_post_send(id->qp, &wr, &bad))
+		xiw_test::one_sge_wr w(IBV_WR_ATOMIC_FETCH_AND_ADD, page_of(q) + result_off, 8,
+				       mrs_[q]->lkey, q);
+		w.wr.wr.atomic.remote_addr = reinterpret_cast<std::uintptr_t>(page_of(peer) + target_off);
+		w.wr.wr.atomic.rkey = mrs_[peer]->rkey;
+		w.wr.wr.atomic.compare_add = add_base + q;
+		if (w.post(id->qp))
 			xiw_test::die("ibv_post_send (FetchAdd)");
 	}
 	// WANT successful completions from CQ, each checked by CHECK(wc).
