@@ -49,9 +49,10 @@ using clock_type = std::chrono::steady_clock;
 constexpr std::uint32_t pd_magic = 0x78697753; // "xiwS"
 // Counting from here crosses bit 32 early on.
 constexpr u64 initial_value = 0x00000000ffffc000ull;
-constexpr unsigned faa_depth = 16;
 // Responder resources and initiator depth each way.
 constexpr std::uint8_t atomic_depth = 16;
+// FetchAdds in flight per QP: as many as the connection lets through.
+constexpr unsigned faa_depth = atomic_depth;
 constexpr std::uint32_t send_depth = 64;
 
 enum class mode : std::uint32_t { faa = 1, cas = 2 };
