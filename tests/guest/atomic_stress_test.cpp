@@ -12,9 +12,12 @@
 // 50000) to the counter with __atomic_fetch_add, or with
 // __atomic_compare_exchange_n loops in cas mode, spread over the run.
 // The client checks that no two successful operations saw the same
-// original value; the server, once every connection has ended, that the
-// counter is exactly initial + Q*N + L, and prints
+// original value, and each connection ends with a Send of how many
+// increments it made.  The server, once every connection has ended, checks
+// that the counter is exactly initial + (what they reported) + L, and prints
 //   atomic_stress MODE: counter X expected Y: ok
+// A connection that reported nothing (its client failed or was killed)
+// leaves only bounds to check, and fails the run as unfinished.
 // The server takes MODE, Q, N and L from the connect private data.
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
@@ -54,6 +57,14 @@ constexpr std::uint8_t atomic_depth = 16;
 // FetchAdds in flight per QP: as many as the connection lets through.
 constexpr unsigned faa_depth = atomic_depth;
 constexpr std::uint32_t send_depth = 64;
+// The client's slots for originals, the last for its report (and its wr_id).
+constexpr unsigned slot_count = 64;
+constexpr unsigned report_slot = slot_count - 1;
+static_assert(faa_depth <= report_slot);
+constexpr u64 report_wr_id = ~0ull;
+// The server's report slots: words of the counter's page, a cache line on.
+constexpr unsigned report_word = 8;
+constexpr std::uint32_t max_connections = 4096 / sizeof(u64) - report_word;
 
 enum class mode : std::uint32_t { faa = 1, cas = 2 };
 
@@ -164,7 +175,7 @@ int run_server(const char *addr, const char *port)
 		if (ids.empty())
 			run = req;
 		if (req.magic != pd_magic || req.how != run.how || req.q != run.q ||
-		    req.n != run.n || req.l != run.l || req.q == 0) {
+		    req.n != run.n || req.l != run.l || req.q == 0 || req.q > max_connections) {
 			std::printf("atomic_stress server: unexpected connect request, rejected\n");
 			rdma_reject(id, nullptr, 0);
 			rdma_destroy_ep(id);
@@ -179,6 +190,10 @@ int run_server(const char *addr, const char *port)
 						IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
 		if (!mr)
 			die("ibv_reg_mr with IBV_ACCESS_REMOTE_ATOMIC");
+		u64 *report = page + report_word + ids.size();
+		*report = 0;
+		if (xiw_test::post_recv_one(id->qp, report, sizeof(*report), mr->lkey, ids.size()))
+			die("ibv_post_recv for the report");
 		accept_pd t{pd_magic, mr->rkey, reinterpret_cast<std::uintptr_t>(counter),
 			    initial_value};
 		rdma_conn_param p = conn_param_with(t, atomic_depth);
@@ -212,11 +227,32 @@ int run_server(const char *addr, const char *port)
 	cpu_thread.join();
 
 	const u64 final_value = __atomic_load_n(counter, __ATOMIC_SEQ_CST);
-	const u64 expected = initial_value + cpu.remote_total + cpu.done;
 	std::printf("atomic_stress server: CPU thread: %" PRIu64 " increments, %" PRIu64
 		    " of them while remote ones were due, %" PRIu64 " CAS retries\n",
 		    cpu.done, cpu.during, cpu.cas_retries);
-	if (final_value == expected) {
+	// The reports arrived before the disconnects that wait_disconnect saw.
+	u64 reported = 0;
+	std::uint32_t silent = 0;
+	for (std::size_t i = 0; i < ids.size(); i++) {
+		ibv_wc wc{};
+		if (ibv_poll_cq(ids[i]->recv_cq, 1, &wc) == 1 && wc.status == IBV_WC_SUCCESS &&
+		    wc.byte_len == sizeof(u64) && wc.wr_id == i)
+			reported += page[report_word + i];
+		else
+			silent++;
+	}
+	const u64 expected = initial_value + reported + cpu.done;
+	if (silent) {
+		// Unfinished, not miscounted: judge what can be judged.
+		const u64 most = expected + static_cast<u64>(silent) * run.n;
+		std::printf("atomic_stress %s: FAIL: %u of %u connections reported no result "
+			    "(client failed or killed): counter %" PRIu64 " %s [%" PRIu64
+			    ", %" PRIu64 "]\n",
+			    mode_name(how), silent, run.q, final_value,
+			    final_value >= expected && final_value <= most ? "within" : "OUTSIDE",
+			    expected, most);
+		rc = 1;
+	} else if (final_value == expected) {
 		std::printf("atomic_stress %s: counter %" PRIu64 " expected %" PRIu64 ": ok\n",
 			    mode_name(how), final_value, expected);
 	} else {
@@ -349,6 +385,18 @@ void drive(std::vector<qp_state *> qps, mode how, u64 n)
 	}
 }
 
+// Sends the server this connection's count of increments, once all of
+// them completed: the server judges the counter by what was done.
+bool report_to_server(qp_state &q)
+{
+	u64 *report = &q.slots[report_slot];
+	*report = q.succeeded;
+	one_sge_wr w(IBV_WR_SEND, report, sizeof(*report), q.mr->lkey, report_wr_id);
+	ibv_wc wc{};
+	return w.post(q.id->qp) == 0 && xiw_test::poll_one(q.id->send_cq, wc, 60 * 1000) &&
+	       wc.status == IBV_WC_SUCCESS && wc.wr_id == report_wr_id;
+}
+
 int run_client(const char *addr, const char *port, mode how, unsigned nq, unsigned nt, u64 n,
 	       u64 l)
 {
@@ -357,10 +405,10 @@ int run_client(const char *addr, const char *port, mode how, unsigned nq, unsign
 		qp_state &q = qps[i];
 		ibv_qp_init_attr attr = xiw_test::rc_qp_attr(send_depth, 1);
 		q.id = xiw_test::endpoint_to(addr, port, &attr);
-		q.slots = static_cast<u64 *>(std::aligned_alloc(64, 64 * 8));
+		q.slots = static_cast<u64 *>(std::aligned_alloc(64, slot_count * sizeof(u64)));
 		if (!q.slots)
 			die("aligned_alloc");
-		q.mr = ibv_reg_mr(q.id->pd, q.slots, 64 * 8, IBV_ACCESS_LOCAL_WRITE);
+		q.mr = ibv_reg_mr(q.id->pd, q.slots, slot_count * sizeof(u64), IBV_ACCESS_LOCAL_WRITE);
 		if (!q.mr)
 			die("ibv_reg_mr");
 		connect_pd req{pd_magic, how, nq, i, n, l};
@@ -432,6 +480,11 @@ int run_client(const char *addr, const char *port, mode how, unsigned nq, unsign
 	}
 	if (succeeded != static_cast<u64>(nq) * n)
 		rc = 1;
+	for (unsigned i = 0; i < nq; i++)
+		if (qps[i].error.empty() && !report_to_server(qps[i])) {
+			std::printf("atomic_stress client: FAIL: QP %u could not report\n", i);
+			rc = 1;
+		}
 	for (qp_state &q : qps) {
 		rdma_disconnect(q.id);
 		ibv_dereg_mr(q.mr);

@@ -132,7 +132,7 @@ server_start() {
 	local log=$1
 	shift
 	port=$((${port:-7000} + 1))
-	on b timeout 800 "$@" "$XIW_ADDR_B" "$port" >"$log" 2>&1 &
+	on b timeout $((800 * ${XIW_TIME_FACTOR:-1})) "$@" "$XIW_ADDR_B" "$port" >"$log" 2>&1 &
 	server=$!
 	for _ in $(seq 1 100); do
 		grep -q listening "$log" && return 0

@@ -44,7 +44,7 @@ stress() {
 	local mode=$1 log=$XIW_OUT/stress-$1.log failed=
 	case_begin "atomic stress, $mode: 8 QPs, 4 threads, CPU thread at the target"
 	server_start "$log" "$stress" server
-	on a timeout 600 "$stress" client "$XIW_ADDR_B" "$port" "$mode" || failed=client
+	on a timeout $((600 * ${XIW_TIME_FACTOR:-1})) "$stress" client "$XIW_ADDR_B" "$port" "$mode" || failed=client
 	server_finish "$log" "$failed" || failed="$failed server"
 	grep -Eq "^atomic_stress $mode: counter [0-9]+ expected [0-9]+: ok$" "$log" ||
 		failed="$failed counter"
