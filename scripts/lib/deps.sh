@@ -19,7 +19,7 @@ XIW_DEPS_PACKAGES=(
 	libibverbs-dev librdmacm-dev libgtest-dev googletest
 	ibverbs-providers ibverbs-utils rdma-core rdmacm-utils perftest qperf
 	linux-image-amd64 linux-headers-amd64
-	qemu-system-x86 busybox-static iproute2 kmod cpio xz-utils zstd ndctl
+	qemu-system-x86 busybox-static iproute2 kmod cpio xz-utils zstd binutils ndctl
 	dpkg-dev debhelper dh-dkms dkms fakeroot lintian rpm rpmlint
 )
 
