@@ -191,7 +191,6 @@ int run_server(const char *addr, const char *port)
 		if (!mr)
 			die("ibv_reg_mr with IBV_ACCESS_REMOTE_ATOMIC");
 		u64 *report = page + report_word + ids.size();
-		*report = 0;
 		if (xiw_test::post_recv_one(id->qp, report, sizeof(*report), mr->lkey, ids.size()))
 			die("ibv_post_recv for the report");
 		accept_pd t{pd_magic, mr->rkey, reinterpret_cast<std::uintptr_t>(counter),
