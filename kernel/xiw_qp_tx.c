@@ -1055,6 +1055,11 @@ static void xiw_tx_flush(struct xiw_qp *qp)
 		producer = smp_load_acquire(&xiw_sq_ctrl(qp)->producer);
 
 	tx->cur = NULL;
+	/*
+	 * A message framed whole but not (known to be) sent is flushed below
+	 * with the rest; the next stream's first push must not complete it.
+	 */
+	tx->cur_done_on_flush = false;
 	xiw_tx_discard(tx);
 	spin_lock_bh(&qp->lock);
 	qp->rx.orq_head = qp->rx.orq_tail;

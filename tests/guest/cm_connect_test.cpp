@@ -19,6 +19,8 @@
 //   connerr  client only: the server answers with a malformed Reply
 // Private data goes both ways and is checked byte for byte.  Exit status 0
 // on success; every failure is explained on stderr.
+#include "rdma_test_util.h"
+
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 
@@ -41,9 +43,7 @@ namespace {
 // outlast them.
 int event_timeout_ms()
 {
-	const char *factor = std::getenv("XIW_TIME_FACTOR");
-	const int n = factor ? std::atoi(factor) : 1;
-	return 60000 * (n > 0 ? n : 1);
+	return 60000 * xiw_test::time_factor();
 }
 const char *g_role = "?";
 

@@ -4,14 +4,15 @@
 # guest-timeout: 420
 # A local user against the kernel (tests/hostile/hostile_user.cpp): ring
 # indices that claim more entries than the ring holds, a CQ that overflows
-# by 60 completions, a Read with more SGEs than max_sge_rd, a QP reused after Error and Reset while its last
-# stream had a Read Response half received, another process's QP named
-# in rdma_connect, kernel memory charged to the memory cgroup and queues
-# to RLIMIT_MEMLOCK, posting after the device went away, Writes into a
-# region its owner rewrites meanwhile, a peer's Verify of 512 MiB with the
-# soft lockup detector at 2 s.  Each case is a regression
-# test of the hostile-users review; the harness adds the kernel log (a
-# soft lockup or an oops fail the run).
+# by 60 completions, a Read with more SGEs than max_sge_rd, a QP reused
+# after Error and Reset while its last stream had a Read Response half
+# received or a Write framed behind a full TCP buffer, another process's
+# QP named in rdma_connect, kernel memory charged to the memory cgroup and
+# queues to RLIMIT_MEMLOCK, posting after the device went away, Writes
+# into a region its owner rewrites meanwhile, a peer's Verify of 512 MiB
+# with the soft lockup detector at 2 s.  Each case is a regression test of
+# the hostile-users review; the harness adds the kernel log (a soft
+# lockup or an oops fail the run).
 set -euo pipefail
 # shellcheck source=case_lib.bash
 source "$(dirname "$0")/case_lib.bash"
@@ -38,6 +39,9 @@ timeout 60 setpriv --bounding-set -ipc_lock --inh-caps -ipc_lock \
 	sh -c 'ulimit -l 256 && exec "$0" memlock' "$bin" || failed="$failed memlock"
 case_begin qp_reuse
 timeout 120 "$bin" qp_reuse "${XIW_ADDR_A:?}" 7850 || failed="$failed qp_reuse"
+case_begin stalled_reuse
+timeout $((120 * ${XIW_TIME_FACTOR:-1})) "$bin" stalled_reuse "$XIW_ADDR_A" 7854 ||
+	failed="$failed stalled_reuse"
 case_begin qp_steal
 timeout 60 "$bin" qp_steal "$XIW_ADDR_A" 7851 || failed="$failed qp_steal"
 case_begin scribbled_sink

@@ -20,6 +20,16 @@
 
 namespace xiw_test {
 
+// How much slower than the stock kernel the guest's kernel runs:
+// XIW_TIME_FACTOR, which scripts/guest sets for the sanitizer kernel; 1
+// when unset.  Every wait for the kernel is scaled by it.
+inline int time_factor()
+{
+	const char *factor = std::getenv("XIW_TIME_FACTOR");
+	const int n = factor ? std::atoi(factor) : 1;
+	return n > 0 ? n : 1;
+}
+
 [[noreturn]] inline void die(const char *what)
 {
 	std::fprintf(stderr, "%s: %s\n", what, std::strerror(errno));

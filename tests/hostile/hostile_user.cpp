@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 // A local user who does to xiw what a broken or malicious verbs library
 // would: writes ring indices the kernel reads, reuses QPs, fills CQs.
-//   xiw_hostile_user qp_reuse ADDR PORT | qp_steal ADDR PORT |
-//                    scribbled_sink ADDR PORT | long_verify ADDR PORT
+//   xiw_hostile_user qp_reuse ADDR PORT | stalled_reuse ADDR PORT |
+//                    qp_steal ADDR PORT | scribbled_sink ADDR PORT |
+//                    long_verify ADDR PORT
 //   xiw_hostile_user rq_producer | sq_producer | cq_overflow | read_sges |
 //                    query_states
 // Each case prints "xiw_hostile_user CASE: ...: ok" or "...: FAIL: why" and
@@ -19,6 +20,14 @@
 //                the first stream placed.  (Regression: the parser went on
 //                with the first stream's half-received Read Response and
 //                placed the Send's octets through the flushed ORQ slot.)
+//   stalled_reuse  a QP keeps Writes of 8 KiB in flight to a raw peer that
+//                stops reading, until none completes for a second: TCP is
+//                full and the next Write is framed behind it.  The peer
+//                resets, the QP goes Error -> Reset -> Init, connects again
+//                and posts a Send: it must complete, and be the first FPDU
+//                of the new stream.  (Regression: the framed Write's
+//                "complete it once sent" outlived the flush; the reused
+//                QP's first push completed it through a NULL pointer.)
 //   qp_steal     rdma_connect with qp_num = a QP of another process (in
 //                Init): EINVAL, no connection reaches the peer on PORT, the
 //                other QP stays in Init.  (Regression: it was bound.)
@@ -581,9 +590,11 @@ bool raw_accept(int fd, xiw_raw::mpa_stream &s, bytes &rest, std::string &why)
 	return true;
 }
 
-// Reads FPDUs until an RDMA Read Request; its sink STag and offset.
-bool raw_read_request(int fd, const xiw_raw::mpa_stream &s, bytes rest, u32 &stag, u64 &to,
-		      std::string &why)
+// Reads FPDUs until one for which MATCH(segment, view) is true; false
+// (and why) if the stream ends or breaks first, or after 10 s.
+template <class Match>
+bool raw_segment(int fd, const xiw_raw::mpa_stream &s, const bytes &rest, Match match,
+		 std::string &why)
 {
 	xiw_raw::fpdu_reader rd(s);
 	rd.feed(rest.data(), rest.size());
@@ -595,19 +606,14 @@ bool raw_read_request(int fd, const xiw_raw::mpa_stream &s, bytes rest, u32 &sta
 		if (st == xiw_raw::fpdu_reader::error)
 			return false;
 		if (st == xiw_raw::fpdu_reader::ok) {
-			const xiw_raw::seg_view v(seg);
-			if (v.valid && !v.tagged && v.opcode == XIW_OP_READ_REQ &&
-			    seg.size() >= v.hdr_len + 16) {
-				stag = xiw_raw::get_be32(seg.data() + v.hdr_len);
-				to = xiw_raw::get_be64(seg.data() + v.hdr_len + 4);
+			if (match(seg, xiw_raw::seg_view(seg)))
 				return true;
-			}
 			continue;
 		}
 		bytes in;
 		const long k = xiw_raw::recv_some(fd, in, 1000);
 		if (k == 0 || k == -1 || xiw_raw::now_ms() > until) {
-			why = "no RDMA Read Request";
+			why = "the stream ended before the FPDU looked for";
 			return false;
 		}
 		if (k > 0)
@@ -615,17 +621,37 @@ bool raw_read_request(int fd, const xiw_raw::mpa_stream &s, bytes rest, u32 &sta
 	}
 }
 
+// Reads FPDUs until an RDMA Read Request; its sink STag and offset.
+bool raw_read_request(int fd, const xiw_raw::mpa_stream &s, const bytes &rest, u32 &stag,
+		      u64 &to, std::string &why)
+{
+	return raw_segment(
+		fd, s, rest,
+		[&](const bytes &seg, const xiw_raw::seg_view &v) {
+			if (!v.valid || v.tagged || v.opcode != XIW_OP_READ_REQ ||
+			    seg.size() < v.hdr_len + 16)
+				return false;
+			stag = xiw_raw::get_be32(seg.data() + v.hdr_len);
+			to = xiw_raw::get_be64(seg.data() + v.hdr_len + 4);
+			return true;
+		},
+		why);
+}
+
+// The next connection on LFD, or -1 after 20 s.
+int raw_accept_tcp(int lfd)
+{
+	pollfd p{lfd, POLLIN, 0};
+	if (poll(&p, 1, 20000) <= 0)
+		return -1;
+	return accept(lfd, nullptr, nullptr);
+}
+
 // The peer: connection 1 gets the start of a Read Response and a reset,
 // connection 2 one good Send, then an orderly close once the QP has it.
 void raw_peer(int lfd, std::string &why, std::atomic<bool> &send_done)
 {
-	auto accept_one = [&]() {
-		pollfd p{lfd, POLLIN, 0};
-		if (poll(&p, 1, 20000) <= 0)
-			return -1;
-		return accept(lfd, nullptr, nullptr);
-	};
-	int fd = accept_one();
+	int fd = raw_accept_tcp(lfd);
 	xiw_raw::mpa_stream s;
 	bytes rest;
 	u32 stag = 0;
@@ -648,7 +674,7 @@ void raw_peer(int lfd, std::string &why, std::atomic<bool> &send_done)
 	xiw_raw::set_rst_on_close(fd);
 	close(fd);
 
-	fd = accept_one();
+	fd = raw_accept_tcp(lfd);
 	if (fd < 0) {
 		why = "no second connection";
 		return;
@@ -764,6 +790,179 @@ int run_qp_reuse(const char *addr, const char *port)
 	return 0;
 }
 
+// ---------------------------------------------------------------------------
+// stalled_reuse: a QP whose stream stalled on a full TCP send buffer, a
+// whole Write framed and waiting, is reset by its peer and reused
+
+constexpr std::size_t stall_write_len = 8192;
+constexpr int stall_depth = 32;
+constexpr int stall_writes_max = 100000;
+constexpr u64 stall_send_wr_id = 7;
+
+// The peer: connection 1 takes the MPA exchange, then reads nothing until
+// told (its receive window closes) and resets; connection 2's first FPDU
+// must be the Send, MSN 1, with its octets.
+void stalled_peer(int lfd, std::string &why, const std::atomic<bool> &stalled,
+		  const std::atomic<bool> &send_done)
+{
+	int fd = raw_accept_tcp(lfd);
+	xiw_raw::mpa_stream s;
+	bytes rest;
+	if (fd < 0) {
+		why = "no first connection";
+		return;
+	}
+	if (!raw_accept(fd, s, rest, why)) {
+		close(fd);
+		return;
+	}
+	for (int i = 0; i < 12000 && !stalled.load(); i++)
+		std::this_thread::sleep_for(std::chrono::milliseconds(10));
+	xiw_raw::set_rst_on_close(fd);
+	close(fd);
+
+	fd = raw_accept_tcp(lfd);
+	if (fd < 0) {
+		why = "no second connection";
+		return;
+	}
+	rest.clear();
+	if (!raw_accept(fd, s, rest, why)) {
+		close(fd);
+		return;
+	}
+	bool first = true;
+	raw_segment(
+		fd, s, rest,
+		[&](const bytes &seg, const xiw_raw::seg_view &v) {
+			if (!first)
+				return true;
+			first = false;
+			if (!v.valid || v.tagged || v.opcode != XIW_OP_SEND || v.msn != 1 ||
+			    seg.size() != v.hdr_len + send_len) {
+				why = strf("the new stream began with opcode %u, %s, MSN %u, %zu octets, not the Send",
+					   v.opcode, v.tagged ? "tagged" : "untagged", v.msn,
+					   seg.size() - std::min(seg.size(), v.hdr_len));
+				return true;
+			}
+			for (std::size_t i = 0; i < send_len; i++)
+				if (seg[v.hdr_len + i] != send_octet(i))
+					why = strf("Send octet %zu is 0x%02x", i, seg[v.hdr_len + i]);
+			return true;
+		},
+		why);
+	for (int i = 0; i < 1000 && !send_done.load(); i++)
+		std::this_thread::sleep_for(std::chrono::milliseconds(10));
+	close(fd);
+}
+
+int run_stalled_reuse(const char *addr, const char *port)
+{
+	std::string why;
+	const int lfd = xiw_raw::tcp_listen(addr, static_cast<u16>(std::atoi(port)), 4, why);
+	if (lfd < 0)
+		fail("%s", why.c_str());
+	// A small window: the QP's stream stalls after a few Writes.
+	const int rcvbuf = 64 * 1024;
+	setsockopt(lfd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	std::atomic<bool> stalled{false}, send_done{false};
+	std::string peer_why;
+	std::thread peer(stalled_peer, lfd, std::ref(peer_why), std::cref(stalled),
+			 std::cref(send_done));
+
+	static u8 src[stall_write_len];
+	static u8 msg[send_len];
+	for (std::size_t i = 0; i < send_len; i++)
+		msg[i] = send_octet(i);
+	const long long quiet_ms = 1000LL * xiw_test::time_factor();
+	int posted = 0, completed = 0;
+	ibv_wc wc{};
+	{
+		cm_client first(addr, port);
+		ibv_cq *cq = ibv_create_cq(first.id->verbs, 2 * stall_depth, nullptr, nullptr, 0);
+		if (!cq)
+			xiw_test::die("ibv_create_cq");
+		ibv_qp_init_attr a = xiw_test::rc_qp_attr(stall_depth, 4);
+		a.send_cq = a.recv_cq = cq;
+		ibv_qp *qp = ibv_create_qp(first.id->pd, &a);
+		ibv_mr *mr = ibv_reg_mr(first.id->pd, src, sizeof(src), 0);
+		ibv_mr *mmr = ibv_reg_mr(first.id->pd, msg, sizeof(msg), 0);
+		if (!qp || !mr || !mmr || !to_state(qp, IBV_QPS_INIT))
+			xiw_test::die("ibv_create_qp, ibv_reg_mr, ibv_modify_qp(INIT)");
+		rdma_conn_param p = xiw_test::conn_param();
+		p.qp_num = qp->qp_num;
+		if (rdma_connect(first.id, &p))
+			xiw_test::die("rdma_connect");
+		first.expect(RDMA_CM_EVENT_ESTABLISHED);
+
+		// Writes, stall_depth in flight, until none completes for a while:
+		// TCP is full, the next Write framed behind it.
+		xiw_test::one_sge_wr w(IBV_WR_RDMA_WRITE, src, sizeof(src), mr->lkey);
+		w.wr.wr.rdma.remote_addr = 0x10000;
+		w.wr.wr.rdma.rkey = 0x5eed;
+		long long last = xiw_raw::now_ms();
+		while (xiw_raw::now_ms() - last < quiet_ms) {
+			while (posted - completed < stall_depth && posted < stall_writes_max) {
+				if (w.post(qp))
+					xiw_test::die("ibv_post_send");
+				posted++;
+			}
+			ibv_wc wcs[16];
+			const int n = ibv_poll_cq(cq, 16, wcs);
+			for (int i = 0; i < n; i++)
+				if (wcs[i].status != IBV_WC_SUCCESS)
+					fail("Write %d completed with status %d before the peer reset",
+					     completed + i, wcs[i].status);
+			completed += n;
+			if (n > 0)
+				last = xiw_raw::now_ms();
+			else
+				std::this_thread::sleep_for(std::chrono::milliseconds(1));
+			if (completed == stall_writes_max)
+				fail("%d Writes went out: the peer's window never closed", completed);
+		}
+		const int sent = completed;
+		stalled.store(true);
+		// The reset takes the QP to Error: the rest complete, flushed.
+		while (completed < posted) {
+			if (!xiw_test::poll_one(cq, wc, 20000))
+				fail("%d of %d Writes never completed after the peer's reset",
+				     posted - completed, posted);
+			completed++;
+		}
+		xiw_test::wait_disconnect(first.id, 5000);
+
+		if (!to_state(qp, IBV_QPS_RESET) || !to_state(qp, IBV_QPS_INIT))
+			xiw_test::die("ibv_modify_qp(RESET, INIT)");
+		cm_client second(addr, port);
+		if (rdma_connect(second.id, &p))
+			xiw_test::die("rdma_connect (the reused QP)");
+		second.expect(RDMA_CM_EVENT_ESTABLISHED);
+		xiw_test::one_sge_wr s(IBV_WR_SEND, msg, sizeof(msg), mmr->lkey, stall_send_wr_id);
+		if (s.post(qp))
+			xiw_test::die("ibv_post_send (the reused QP)");
+		if (!xiw_test::poll_one(cq, wc, 20000))
+			fail("the reused QP's Send did not complete");
+		send_done.store(true);
+		if (wc.wr_id != stall_send_wr_id || wc.status != IBV_WC_SUCCESS)
+			fail("the reused QP completed wr_id %" PRIu64 " with status %d, not its Send",
+			     wc.wr_id, wc.status);
+		xiw_test::wait_disconnect(second.id, 5000);
+		ibv_destroy_qp(qp);
+		ibv_dereg_mr(mr);
+		ibv_dereg_mr(mmr);
+		ibv_destroy_cq(cq);
+		peer.join();
+		close(lfd);
+		if (!peer_why.empty())
+			fail("peer: %s", peer_why.c_str());
+		pass(strf("%d Writes of %zu octets went out before the stall, %d were flushed; "
+			  "the reused QP's stream began with its Send",
+			  sent, stall_write_len, posted - sent));
+	}
+	return 0;
+}
+
 // qp_steal: another process's QP, named by its number in rdma_connect's
 // qp_num, must not be bound to our connection.  (Regression: iw_cm took any
 // QP of the device by number: the peer got a connection on the other
@@ -858,7 +1057,7 @@ int run_qp_steal(const char *addr, const char *port)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		std::fprintf(stderr, "usage: xiw_hostile_user qp_reuse|qp_steal|scribbled_sink|long_verify ADDR PORT | rq_producer | "
+		std::fprintf(stderr, "usage: xiw_hostile_user qp_reuse|stalled_reuse|qp_steal|scribbled_sink|long_verify ADDR PORT | rq_producer | "
 				     "sq_producer | cq_overflow | read_sges | query_states | accounting | "
 				     "memlock | after_removal\n");
 		return 2;
@@ -868,6 +1067,8 @@ int main(int argc, char **argv)
 	const std::string c = argv[1];
 	if (c == "qp_reuse" && argc == 4)
 		return run_qp_reuse(argv[2], argv[3]);
+	if (c == "stalled_reuse" && argc == 4)
+		return run_stalled_reuse(argv[2], argv[3]);
 	if (c == "qp_steal" && argc == 4)
 		return run_qp_steal(argv[2], argv[3]);
 	if (c == "scribbled_sink" && argc == 4)

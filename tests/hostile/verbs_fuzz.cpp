@@ -1112,8 +1112,7 @@ int run(const char *addr, const char *port, u64 want, int seconds, u64 seed,
 	const long long until = xiw_raw::now_ms() + seconds * 1000LL;
 	// A worker's 50 sequences take seconds; ten minutes (times the slow
 	// kernel's factor) means something hangs.
-	const char *factor = std::getenv("XIW_TIME_FACTOR");
-	const long long worker_limit_ms = 600 * 1000LL * (factor ? std::max(1, std::atoi(factor)) : 1);
+	const long long worker_limit_ms = 600 * 1000LL * xiw_test::time_factor();
 	u64 next = replay ? *replay : 0;
 	while ((replay ? total.sequences + total.killed == 0 : total.sequences < want) &&
 	       xiw_raw::now_ms() < until && total.failure.empty()) {
