@@ -253,6 +253,16 @@ struct cm_client {
 			fail("rdma_cm event %s, expected %s", rdma_event_str(got),
 			     rdma_event_str(want));
 	}
+	// Connects with the caller's QP, named by its number (the QP outlives
+	// this id), and waits until the connection is established.
+	void connect_qp(const ibv_qp *qp)
+	{
+		rdma_conn_param p = xiw_test::conn_param();
+		p.qp_num = qp->qp_num;
+		if (rdma_connect(id, &p))
+			xiw_test::die("rdma_connect");
+		expect(RDMA_CM_EVENT_ESTABLISHED);
+	}
 };
 
 // Two QPs of this host connected to each other: a listener on ADDR:PORT,

@@ -638,29 +638,64 @@ bool raw_read_request(int fd, const xiw_raw::mpa_stream &s, const bytes &rest, u
 		why);
 }
 
-// The next connection on LFD, or -1 after 20 s.
-int raw_accept_tcp(int lfd)
+// The next connection on LFD (WHICH names it in why), through its MPA
+// exchange; its descriptor, or -1 and why.
+int raw_connection(int lfd, xiw_raw::mpa_stream &s, bytes &rest, const char *which,
+		   std::string &why)
 {
 	pollfd p{lfd, POLLIN, 0};
-	if (poll(&p, 1, 20000) <= 0)
+	const int fd = poll(&p, 1, 20000) > 0 ? accept(lfd, nullptr, nullptr) : -1;
+	if (fd < 0) {
+		why = strf("no %s connection", which);
 		return -1;
-	return accept(lfd, nullptr, nullptr);
+	}
+	rest.clear();
+	if (!raw_accept(fd, s, rest, why)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+// Keeps FD open until DONE (at most 10 s), then closes it.
+void raw_close_when(int fd, const std::atomic<bool> &done)
+{
+	for (int i = 0; i < 1000 && !done.load(); i++)
+		std::this_thread::sleep_for(std::chrono::milliseconds(10));
+	close(fd);
+}
+
+// The raw peer's listening socket on ADDR:PORT.
+int raw_listen(const char *addr, const char *port)
+{
+	std::string why;
+	const int lfd = xiw_raw::tcp_listen(addr, static_cast<u16>(std::atoi(port)), 4, why);
+	if (lfd < 0)
+		fail("%s", why.c_str());
+	return lfd;
+}
+
+// Resets the connection on FD, then takes the second one on LFD.
+int raw_reset_and_reconnect(int fd, int lfd, xiw_raw::mpa_stream &s, bytes &rest,
+			    std::string &why)
+{
+	xiw_raw::set_rst_on_close(fd);
+	close(fd);
+	return raw_connection(lfd, s, rest, "second", why);
 }
 
 // The peer: connection 1 gets the start of a Read Response and a reset,
 // connection 2 one good Send, then an orderly close once the QP has it.
 void raw_peer(int lfd, std::string &why, std::atomic<bool> &send_done)
 {
-	int fd = raw_accept_tcp(lfd);
 	xiw_raw::mpa_stream s;
 	bytes rest;
 	u32 stag = 0;
 	u64 to = 0;
-	if (fd < 0) {
-		why = "no first connection";
+	int fd = raw_connection(lfd, s, rest, "first", why);
+	if (fd < 0)
 		return;
-	}
-	if (!raw_accept(fd, s, rest, why) || !raw_read_request(fd, s, rest, stag, to, why)) {
+	if (!raw_read_request(fd, s, rest, stag, to, why)) {
 		close(fd);
 		return;
 	}
@@ -671,19 +706,9 @@ void raw_peer(int lfd, std::string &why, std::atomic<bool> &send_done)
 	const std::size_t part = XIW_MPA_HDR_LEN + XIW_DDP_TAGGED_HLEN + read_sent;
 	send(fd, resp.data(), part, MSG_NOSIGNAL);
 	std::this_thread::sleep_for(std::chrono::milliseconds(500));
-	xiw_raw::set_rst_on_close(fd);
-	close(fd);
-
-	fd = raw_accept_tcp(lfd);
-	if (fd < 0) {
-		why = "no second connection";
+	fd = raw_reset_and_reconnect(fd, lfd, s, rest, why);
+	if (fd < 0)
 		return;
-	}
-	rest.clear();
-	if (!raw_accept(fd, s, rest, why)) {
-		close(fd);
-		return;
-	}
 	u8 data[send_len];
 	for (std::size_t i = 0; i < send_len; i++)
 		data[i] = send_octet(i);
@@ -691,17 +716,12 @@ void raw_peer(int lfd, std::string &why, std::atomic<bool> &send_done)
 		s, xiw_raw::seg_untagged(xiw_ddp_ctrl(0, 1), xiw_rdmap_ctrl(XIW_RDMAP_RV1, XIW_OP_SEND),
 					 0, XIW_QN_SEND, 1, 0, data, send_len));
 	send(fd, msg.data(), msg.size(), MSG_NOSIGNAL);
-	for (int i = 0; i < 1000 && !send_done.load(); i++)
-		std::this_thread::sleep_for(std::chrono::milliseconds(10));
-	close(fd);
+	raw_close_when(fd, send_done);
 }
 
 int run_qp_reuse(const char *addr, const char *port)
 {
-	std::string why;
-	const int lfd = xiw_raw::tcp_listen(addr, static_cast<u16>(std::atoi(port)), 4, why);
-	if (lfd < 0)
-		fail("%s", why.c_str());
+	const int lfd = raw_listen(addr, port);
 	std::atomic<bool> send_done{false};
 	std::string peer_why;
 	std::thread peer(raw_peer, lfd, std::ref(peer_why), std::ref(send_done));
@@ -730,11 +750,7 @@ int run_qp_reuse(const char *addr, const char *port)
 		rmr = ibv_reg_mr(first.id->pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
 		if (!qp || !smr || !rmr || !to_state(qp, IBV_QPS_INIT))
 			xiw_test::die("ibv_create_qp, ibv_reg_mr, ibv_modify_qp(INIT)");
-		rdma_conn_param p = xiw_test::conn_param();
-		p.qp_num = qp->qp_num;
-		if (rdma_connect(first.id, &p))
-			xiw_test::die("rdma_connect");
-		first.expect(RDMA_CM_EVENT_ESTABLISHED);
+		first.connect_qp(qp);
 
 		xiw_test::one_sge_wr w(IBV_WR_RDMA_READ, sink, read_len, smr->lkey);
 		w.wr.wr.rdma.remote_addr = 0x1000;
@@ -756,9 +772,7 @@ int run_qp_reuse(const char *addr, const char *port)
 			xiw_test::die("ibv_post_recv");
 
 		cm_client second(addr, port);
-		if (rdma_connect(second.id, &p))
-			xiw_test::die("rdma_connect (the reused QP)");
-		second.expect(RDMA_CM_EVENT_ESTABLISHED);
+		second.connect_qp(qp);
 		while (!got && xiw_test::poll_one(cq, wc, 5000))
 			got = wc.wr_id == 42 && wc.status == IBV_WC_SUCCESS;
 		send_done.store(true);
@@ -805,32 +819,16 @@ constexpr u64 stall_send_wr_id = 7;
 void stalled_peer(int lfd, std::string &why, const std::atomic<bool> &stalled,
 		  const std::atomic<bool> &send_done)
 {
-	int fd = raw_accept_tcp(lfd);
 	xiw_raw::mpa_stream s;
 	bytes rest;
-	if (fd < 0) {
-		why = "no first connection";
+	int fd = raw_connection(lfd, s, rest, "first", why);
+	if (fd < 0)
 		return;
-	}
-	if (!raw_accept(fd, s, rest, why)) {
-		close(fd);
-		return;
-	}
 	for (int i = 0; i < 12000 && !stalled.load(); i++)
 		std::this_thread::sleep_for(std::chrono::milliseconds(10));
-	xiw_raw::set_rst_on_close(fd);
-	close(fd);
-
-	fd = raw_accept_tcp(lfd);
-	if (fd < 0) {
-		why = "no second connection";
+	fd = raw_reset_and_reconnect(fd, lfd, s, rest, why);
+	if (fd < 0)
 		return;
-	}
-	rest.clear();
-	if (!raw_accept(fd, s, rest, why)) {
-		close(fd);
-		return;
-	}
 	bool first = true;
 	raw_segment(
 		fd, s, rest,
@@ -851,17 +849,12 @@ void stalled_peer(int lfd, std::string &why, const std::atomic<bool> &stalled,
 			return true;
 		},
 		why);
-	for (int i = 0; i < 1000 && !send_done.load(); i++)
-		std::this_thread::sleep_for(std::chrono::milliseconds(10));
-	close(fd);
+	raw_close_when(fd, send_done);
 }
 
 int run_stalled_reuse(const char *addr, const char *port)
 {
-	std::string why;
-	const int lfd = xiw_raw::tcp_listen(addr, static_cast<u16>(std::atoi(port)), 4, why);
-	if (lfd < 0)
-		fail("%s", why.c_str());
+	const int lfd = raw_listen(addr, port);
 	// A small window: the QP's stream stalls after a few Writes.
 	const int rcvbuf = 64 * 1024;
 	setsockopt(lfd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
@@ -889,11 +882,7 @@ int run_stalled_reuse(const char *addr, const char *port)
 		ibv_mr *mmr = ibv_reg_mr(first.id->pd, msg, sizeof(msg), 0);
 		if (!qp || !mr || !mmr || !to_state(qp, IBV_QPS_INIT))
 			xiw_test::die("ibv_create_qp, ibv_reg_mr, ibv_modify_qp(INIT)");
-		rdma_conn_param p = xiw_test::conn_param();
-		p.qp_num = qp->qp_num;
-		if (rdma_connect(first.id, &p))
-			xiw_test::die("rdma_connect");
-		first.expect(RDMA_CM_EVENT_ESTABLISHED);
+		first.connect_qp(qp);
 
 		// Writes, stall_depth in flight, until none completes for a while:
 		// TCP is full, the next Write framed behind it.
@@ -935,9 +924,7 @@ int run_stalled_reuse(const char *addr, const char *port)
 		if (!to_state(qp, IBV_QPS_RESET) || !to_state(qp, IBV_QPS_INIT))
 			xiw_test::die("ibv_modify_qp(RESET, INIT)");
 		cm_client second(addr, port);
-		if (rdma_connect(second.id, &p))
-			xiw_test::die("rdma_connect (the reused QP)");
-		second.expect(RDMA_CM_EVENT_ESTABLISHED);
+		second.connect_qp(qp);
 		xiw_test::one_sge_wr s(IBV_WR_SEND, msg, sizeof(msg), mmr->lkey, stall_send_wr_id);
 		if (s.post(qp))
 			xiw_test::die("ibv_post_send (the reused QP)");
@@ -1004,9 +991,7 @@ int run_qp_steal(const char *addr, const char *port)
 		fail("the victim process did not start");
 
 	std::string why;
-	const int lfd = xiw_raw::tcp_listen(addr, static_cast<u16>(std::atoi(port)), 4, why);
-	if (lfd < 0)
-		fail("%s", why.c_str());
+	const int lfd = raw_listen(addr, port);
 	int connected = 0;
 	{
 		cm_client thief(addr, port);
