@@ -22,7 +22,7 @@ namespace xiw_test {
 
 // How much slower than the stock kernel the guest's kernel runs:
 // XIW_TIME_FACTOR, which scripts/guest sets for the sanitizer kernel; 1
-// when unset.  Every wait for the kernel is scaled by it.
+// when unset.  Tests multiply their waits for the kernel by it.
 inline int time_factor()
 {
 	const char *factor = std::getenv("XIW_TIME_FACTOR");

@@ -829,13 +829,10 @@ void stalled_peer(int lfd, std::string &why, const std::atomic<bool> &stalled,
 	fd = raw_reset_and_reconnect(fd, lfd, s, rest, why);
 	if (fd < 0)
 		return;
-	bool first = true;
+	// The first FPDU ends the search, whatever it is.
 	raw_segment(
 		fd, s, rest,
 		[&](const bytes &seg, const xiw_raw::seg_view &v) {
-			if (!first)
-				return true;
-			first = false;
 			if (!v.valid || v.tagged || v.opcode != XIW_OP_SEND || v.msn != 1 ||
 			    seg.size() != v.hdr_len + send_len) {
 				why = strf("the new stream began with opcode %u, %s, MSN %u, %zu octets, not the Send",
