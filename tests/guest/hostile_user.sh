@@ -3,14 +3,15 @@
 # guest-options: --hosts 1
 # guest-timeout: 420
 # A local user against the kernel (tests/hostile/hostile_user.cpp): ring
-# indices that claim more entries than the ring holds, a CQ that overflows
-# by 60 completions, a Read with more SGEs than max_sge_rd, a QP reused
-# after Error and Reset while its last stream had a Read Response half
-# received or a Write framed behind a full TCP buffer, another process's
-# QP named in rdma_connect, kernel memory charged to the memory cgroup and
-# queues to RLIMIT_MEMLOCK, posting after the device went away, Writes
-# into a region its owner rewrites meanwhile, a peer's Verify of 512 MiB
-# with the soft lockup detector at 2 s.  Each case is a regression test of
+# indices that claim more entries than the ring holds or keep moving, a CQ
+# that overflows by 60 completions, a Read with more SGEs than
+# max_sge_rd, a QP reused after Error and Reset while its last stream had
+# a Read Response half received or a Write framed behind a full TCP
+# buffer, a QP reset and taken back to RTS on its old socket, another
+# process's QP named in rdma_connect, kernel memory charged to the memory
+# cgroup and queues to RLIMIT_MEMLOCK, posting after the device went away,
+# Writes into a region its owner rewrites meanwhile, a peer's Verify of
+# 512 MiB with the soft lockup detector at 2 s.  Each case is a regression test of
 # the hostile-users review; the harness adds the kernel log (a soft
 # lockup or an oops fail the run).
 set -euo pipefail
@@ -19,7 +20,7 @@ source "$(dirname "$0")/case_lib.bash"
 
 bin=${XIW_BUILD_DIR:?set by scripts/guest}/tests/guest/xiw_hostile_user
 failed=
-for c in rq_producer sq_producer cq_overflow read_sges query_states; do
+for c in rq_producer sq_producer sq_creep cq_overflow read_sges query_states; do
 	case_begin "$c"
 	timeout 60 "$bin" "$c" || failed="$failed $c"
 done
@@ -42,6 +43,9 @@ timeout 120 "$bin" qp_reuse "${XIW_ADDR_A:?}" 7850 || failed="$failed qp_reuse"
 case_begin stalled_reuse
 timeout $((120 * ${XIW_TIME_FACTOR:-1})) "$bin" stalled_reuse "$XIW_ADDR_A" 7854 ||
 	failed="$failed stalled_reuse"
+case_begin stale_rts
+timeout $((120 * ${XIW_TIME_FACTOR:-1})) "$bin" stale_rts "$XIW_ADDR_A" 7855 ||
+	failed="$failed stale_rts"
 case_begin qp_steal
 timeout 60 "$bin" qp_steal "$XIW_ADDR_A" 7851 || failed="$failed qp_steal"
 case_begin scribbled_sink

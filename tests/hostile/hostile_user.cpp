@@ -2,10 +2,10 @@
 // A local user who does to xiw what a broken or malicious verbs library
 // would: writes ring indices the kernel reads, reuses QPs, fills CQs.
 //   xiw_hostile_user qp_reuse ADDR PORT | stalled_reuse ADDR PORT |
-//                    qp_steal ADDR PORT | scribbled_sink ADDR PORT |
-//                    long_verify ADDR PORT
-//   xiw_hostile_user rq_producer | sq_producer | cq_overflow | read_sges |
-//                    query_states
+//                    stale_rts ADDR PORT | qp_steal ADDR PORT |
+//                    scribbled_sink ADDR PORT | long_verify ADDR PORT
+//   xiw_hostile_user rq_producer | sq_producer | sq_creep | cq_overflow |
+//                    read_sges | query_states
 // Each case prints "xiw_hostile_user CASE: ...: ok" or "...: FAIL: why" and
 // exits 1 on failure; the guest harness adds the kernel log (a soft lockup,
 // an oops, a WARN fail the run).
@@ -28,6 +28,15 @@
 //                of the new stream.  (Regression: the framed Write's
 //                "complete it once sent" outlived the flush; the reused
 //                QP's first push completed it through a NULL pointer.)
+//   stale_rts    a raw peer sends the header and the first octets of an
+//                RDMA Write into the QP's region; the QP is reset and taken
+//                through Init and RTR to RTS before the end of its
+//                connection can unbind the socket (this thread at real-time
+//                priority on the CPU that end's work waits for); the peer
+//                then sends the rest.  RTS must be refused: the stream was
+//                flushed.  (Regression: RTS was granted on the old socket,
+//                and the parser placed the rest of the Write through the
+//                target the flush had let go: a NULL dereference.)
 //   qp_steal     rdma_connect with qp_num = a QP of another process (in
 //                Init): EINVAL, no connection reaches the peer on PORT, the
 //                other QP stays in Init.  (Regression: it was bound.)
@@ -38,6 +47,11 @@
 //   sq_producer  the same on the SQ: at most one ring's worth of flushed
 //                completions (regression: 6.4 million from a ring of 8 in
 //                90 s, and a soft lockup of the worker).
+//   sq_creep     the SQ's producer index kept a few entries ahead of what
+//                the kernel flushed (QP in Error), for 4 s, with the soft
+//                lockup detector at 2 s: the flush must go on in turns of
+//                the worker.  (Regression: one run of the transmit loop
+//                followed the index for as long as it moved.)
 //   read_sges    an RDMA Read with 2 SGEs: EINVAL at post time.
 //   accounting   (in a cgroup v2 with the memory controller) 16 QPs with
 //                4096-entry queues: at least 1 MiB each charged to it.
@@ -56,6 +70,7 @@
 #include <infiniband/xiwdv.h>
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <sys/socket.h>
@@ -420,6 +435,62 @@ public:
 	short_watchdog(const short_watchdog &) = delete;
 	short_watchdog &operator=(const short_watchdog &) = delete;
 };
+
+// Keeps the calling thread on CPU (the kernel queues a thread's work items
+// on the CPU it runs on).
+void pin_to_cpu(int cpu)
+{
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		fail("the case needs two CPUs online");
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		xiw_test::die("sched_setaffinity");
+}
+
+int run_sq_creep()
+{
+	constexpr int creep_ms = 4000;
+	local_qp l(4096, 8, 512);
+	if (l.maps.size() != 2)
+		fail("ibv_create_qp mapped %zu regions of the device, expected 2", l.maps.size());
+	const u32 ring = l.caps().max_send_wr;
+	if (!to_state(l.qp, IBV_QPS_INIT))
+		xiw_test::die("ibv_modify_qp(INIT)");
+	xiw_ring_ctrl *ctrl = ctrl_of(l.maps[1]);
+	std::atomic<bool> stop{false};
+	u64 moves = 0;
+	// Half a ring ahead of the kernel's consumer index, never more than
+	// the ring holds (that the kernel stops at).
+	std::thread creeper([&] {
+		pin_to_cpu(1);
+		while (!stop.load(std::memory_order_relaxed)) {
+			const u32 c = __atomic_load_n(&ctrl->consumer, __ATOMIC_ACQUIRE);
+			__atomic_store_n(&ctrl->producer, c + ring / 2, __ATOMIC_RELEASE);
+			moves++;
+		}
+	});
+	pin_to_cpu(0);
+	long long took;
+	{
+		short_watchdog w;
+		took = timed_error(l.qp, 10000);
+		std::this_thread::sleep_for(std::chrono::milliseconds(creep_ms));
+		stop.store(true);
+		creeper.join();
+	}
+	if (took < 0)
+		fail("ibv_modify_qp(ERR) has not returned after 10 s");
+	const int flushed = count_completions(l.cq, 1000);
+	const int after = count_completions(l.cq, 1000);
+	if (after)
+		fail("%d completions more a second after the index stopped", after);
+	pass(strf("the producer index crept %llu times over %d ms: modify to Error in %lld ms, "
+		  "%d completions (CQ of 4096), none after it stopped",
+		  static_cast<unsigned long long>(moves), creep_ms, took, flushed));
+	return 0;
+}
 
 // long_verify: an RDMA Verify of a 512 MiB region with SHA-256, seconds
 // of hashing for the responder, with the soft lockup detector at 2 s while
@@ -1034,13 +1105,146 @@ int run_qp_steal(const char *addr, const char *port)
 	return 0;
 }
 
+// ---------------------------------------------------------------------------
+// stale_rts: a QP reset under a half-received Write and brought back to RTS
+// before its connection's end unbinds the socket
+
+constexpr std::size_t stale_write_len = 4096;
+constexpr std::size_t stale_write_sent = 8;
+
+struct stale_rts_steps {
+	std::atomic<u32> rkey{0};
+	std::atomic<u64> addr{0};
+	// 1: the Write's start is out; 2: the QP's states were set; 3: the
+	// rest is out; 4: the QP is done with the peer.
+	std::atomic<int> step{0};
+};
+
+bool wait_step(const stale_rts_steps &st, int want, int limit_ms)
+{
+	for (int i = 0; i < limit_ms && st.step.load() < want; i++)
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	return st.step.load() >= want;
+}
+
+// The peer, on CPU 1: the Write's header and first octets, then (once the
+// QP's states were set) the rest of it.
+void stale_rts_peer(int lfd, std::string &why, stale_rts_steps &st)
+{
+	pin_to_cpu(1);
+	xiw_raw::mpa_stream s;
+	bytes rest;
+	const int fd = raw_connection(lfd, s, rest, "first", why);
+	if (fd < 0)
+		return;
+	std::vector<u8> payload(stale_write_len, 0xab);
+	const bytes write = xiw_raw::frame_fpdu(
+		s, xiw_raw::seg_tagged(xiw_ddp_ctrl(1, 1), xiw_rdmap_ctrl(XIW_RDMAP_RV1, XIW_OP_WRITE),
+				       st.rkey.load(), st.addr.load(), payload.data(),
+				       payload.size()));
+	const std::size_t part = XIW_MPA_HDR_LEN + XIW_DDP_TAGGED_HLEN + stale_write_sent;
+	send(fd, write.data(), part, MSG_NOSIGNAL);
+	st.step.store(1);
+	if (wait_step(st, 2, 20000))
+		send(fd, write.data() + part, write.size() - part, MSG_NOSIGNAL);
+	st.step.store(3);
+	wait_step(st, 4, 20000);
+	close(fd);
+}
+
+int run_stale_rts(const char *addr, const char *port)
+{
+	const int lfd = raw_listen(addr, port);
+	stale_rts_steps st;
+	std::string peer_why;
+	static u8 target[stale_write_len];
+	std::memset(target, sink_fill, sizeof(target));
+	cm_client c(addr, port);
+	ibv_cq *cq = ibv_create_cq(c.id->verbs, 16, nullptr, nullptr, 0);
+	if (!cq)
+		xiw_test::die("ibv_create_cq");
+	ibv_qp_init_attr a = xiw_test::rc_qp_attr(4, 4);
+	a.send_cq = a.recv_cq = cq;
+	ibv_qp *qp = ibv_create_qp(c.id->pd, &a);
+	ibv_mr *mr = ibv_reg_mr(c.id->pd, target, sizeof(target),
+				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!qp || !mr || !to_state(qp, IBV_QPS_INIT))
+		xiw_test::die("ibv_create_qp, ibv_reg_mr, ibv_modify_qp(INIT)");
+	st.rkey.store(mr->rkey);
+	st.addr.store(reinterpret_cast<std::uintptr_t>(target));
+	std::thread peer(stale_rts_peer, lfd, std::ref(peer_why), std::ref(st));
+	c.connect_qp(qp);
+	if (!wait_step(st, 1, 20000))
+		fail("the peer sent nothing: %s", peer_why.c_str());
+	// Time for the kernel to parse the header and place the first octets.
+	std::this_thread::sleep_for(std::chrono::milliseconds(300 * xiw_test::time_factor()));
+
+	// The reset queues the end of the connection on this CPU; a real-time
+	// thread that does not sleep keeps it from running meanwhile.
+	pin_to_cpu(0);
+	sched_param rt{};
+	rt.sched_priority = 10;
+	if (sched_setscheduler(0, SCHED_FIFO, &rt))
+		xiw_test::die("sched_setscheduler(SCHED_FIFO)");
+	std::string walk;
+	bool rts = false;
+	int rts_errno = 0;
+	for (ibv_qp_state s : {IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS}) {
+		ibv_qp_attr attr{};
+		attr.qp_state = s;
+		const int err = ibv_modify_qp(qp, &attr, IBV_QP_STATE);
+		walk += strf("%s%s %s", walk.empty() ? "" : ", ", state_name(s),
+			     err ? std::strerror(err) : "ok");
+		if (s == IBV_QPS_RTS) {
+			rts = !err;
+			rts_errno = err;
+		} else if (err) {
+			break;
+		}
+	}
+	st.step.store(2);
+	// Busy until the rest is out (the peer's CPU places it) and a little
+	// longer, without sleeping.
+	const long long until = xiw_raw::now_ms() + 2000;
+	while (st.step.load() < 3 && xiw_raw::now_ms() < until)
+		;
+	const long long linger = xiw_raw::now_ms() + 100;
+	while (xiw_raw::now_ms() < linger)
+		;
+	rt.sched_priority = 0;
+	sched_setscheduler(0, SCHED_OTHER, &rt);
+
+	std::this_thread::sleep_for(std::chrono::milliseconds(200 * xiw_test::time_factor()));
+	std::size_t changed = 0;
+	for (std::size_t i = stale_write_sent; i < sizeof(target); i++)
+		changed += target[i] != sink_fill;
+	st.step.store(4);
+	peer.join();
+	close(lfd);
+	ibv_destroy_qp(qp);
+	ibv_dereg_mr(mr);
+	ibv_destroy_cq(cq);
+	if (!peer_why.empty())
+		fail("peer: %s", peer_why.c_str());
+	if (rts)
+		fail("RTS was granted on the stream the QP was reset from (%s)", walk.c_str());
+	if (rts_errno != EINVAL)
+		fail("the walk stopped early: %s", walk.c_str());
+	if (changed)
+		fail("%zu octets of the region beyond the %zu placed before the reset changed",
+		     changed, stale_write_sent);
+	pass(strf("%s; the region holds only the %zu octets placed before the reset", walk.c_str(),
+		  stale_write_sent));
+	return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		std::fprintf(stderr, "usage: xiw_hostile_user qp_reuse|stalled_reuse|qp_steal|scribbled_sink|long_verify ADDR PORT | rq_producer | "
-				     "sq_producer | cq_overflow | read_sges | query_states | accounting | "
+		std::fprintf(stderr, "usage: xiw_hostile_user qp_reuse|stalled_reuse|stale_rts|qp_steal|scribbled_sink|long_verify ADDR PORT | rq_producer | "
+				     "sq_producer | sq_creep | cq_overflow | read_sges | query_states | accounting | "
 				     "memlock | after_removal\n");
 		return 2;
 	}
@@ -1051,6 +1255,8 @@ int main(int argc, char **argv)
 		return run_qp_reuse(argv[2], argv[3]);
 	if (c == "stalled_reuse" && argc == 4)
 		return run_stalled_reuse(argv[2], argv[3]);
+	if (c == "stale_rts" && argc == 4)
+		return run_stale_rts(argv[2], argv[3]);
 	if (c == "qp_steal" && argc == 4)
 		return run_qp_steal(argv[2], argv[3]);
 	if (c == "scribbled_sink" && argc == 4)
@@ -1059,6 +1265,8 @@ int main(int argc, char **argv)
 		return run_long_verify(argv[2], argv[3]);
 	if (c == "rq_producer" || c == "sq_producer")
 		return run_bad_producer(c == "sq_producer");
+	if (c == "sq_creep")
+		return run_sq_creep();
 	if (c == "cq_overflow")
 		return run_cq_overflow();
 	if (c == "read_sges")
