@@ -138,6 +138,7 @@ struct xiw_wqe {
 	const struct xiw_wr_info *info;
 	struct xiw_mr *mr[XIW_MAX_SGE];
 	u32 bytes;			/* payload length */
+	u32 seq;			/* its free-running SQ index */
 	u8 status;			/* enum xiw_wc_status */
 	bool done;
 	/*
@@ -154,6 +155,7 @@ struct xiw_wqe {
  */
 struct xiw_orq_entry {
 	struct xiw_wqe *wqe;		/* NULL for the RTR of RFC 6581 */
+	u32 wqe_seq;			/* wqe->seq when it was issued */
 	u8 opcode;			/* its RDMAP request opcode */
 	u32 req_id;			/* Atomic Request Identifier */
 	u64 sink_to;
@@ -350,6 +352,12 @@ struct xiw_qp {
 	struct xiw_cep *connecting;
 	bool destroying;		/* no connection binds it any more */
 	struct socket *sock;
+	/*
+	 * The bound stream went to Error: what its parser and transmit path
+	 * held was flushed, so only a new connection brings RTS back.  The
+	 * socket stays bound until the endpoint's work unbinds it.
+	 */
+	bool stream_over;
 	void (*saved_data_ready)(struct sock *sk);
 	void (*saved_write_space)(struct sock *sk);
 	struct xiw_conn_params conn;
@@ -527,7 +535,7 @@ void xiw_qp_write_space(struct sock *sk);
 void xiw_qp_send_terminate(struct xiw_qp *qp, u8 layer, u8 etype, u8 ecode,
 			   const void *ddp_hdr, u8 ddp_hdr_len, u16 seg_len);
 void xiw_qp_sq_complete_request(struct xiw_qp *qp, struct xiw_wqe *wqe,
-				u8 status);
+				u32 seq, u8 status);
 
 /* xiw_srq.c */
 int xiw_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,

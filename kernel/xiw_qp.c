@@ -176,8 +176,6 @@ static int xiw_qp_enter_state(struct xiw_qp *qp, enum ib_qp_state cur,
 {
 	struct xiw_cep *cep;
 
-	if (next == IB_QPS_RTS && cur != IB_QPS_RTS && !qp->sock)
-		return -EINVAL;
 	if (next == IB_QPS_ERR) {
 		xiw_qp_fatal(qp, XIW_WC_WR_FLUSH_ERR);
 		return 0;
@@ -194,6 +192,19 @@ static int xiw_qp_enter_state(struct xiw_qp *qp, enum ib_qp_state cur,
 	}
 
 	spin_lock_bh(&qp->lock);
+	/*
+	 * The data path may have moved the QP to Error since @cur was read
+	 * (xiw_qp_fatal() takes qp->lock only): that stands.  RTS needs a
+	 * stream, and one that was not flushed: its parser and transmit
+	 * state are gone (a QP reset under a socket not yet unbound).
+	 */
+	if (next != IB_QPS_RESET &&
+	    (qp->state != cur ||
+	     (next == IB_QPS_RTS && cur != IB_QPS_RTS &&
+	      (!qp->sock || qp->stream_over)))) {
+		spin_unlock_bh(&qp->lock);
+		return -EINVAL;
+	}
 	WRITE_ONCE(qp->state, next);
 	cep = qp->cep;
 	if (next == IB_QPS_RTS && cur != IB_QPS_RTS)
@@ -227,6 +238,7 @@ void xiw_qp_fatal(struct xiw_qp *qp, u8 status)
 	was = qp->state;
 	if (was != IB_QPS_ERR) {
 		WRITE_ONCE(qp->state, IB_QPS_ERR);
+		qp->stream_over = true;
 		qp->tx.flush_status = status;
 		qp->tx.close_pending = true;
 	}
@@ -328,6 +340,29 @@ int xiw_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	return 0;
 }
 
+/*
+ * Gives the socket back: its callbacks are the owner's again and the
+ * transmit path no longer uses it.  state_lock held.
+ */
+static void xiw_qp_detach_sock(struct xiw_qp *qp)
+{
+	struct socket *sock = qp->sock;
+
+	if (sock) {
+		/* No callback runs once this returns. */
+		write_lock_bh(&sock->sk->sk_callback_lock);
+		sock->sk->sk_data_ready = qp->saved_data_ready;
+		sock->sk->sk_write_space = qp->saved_write_space;
+		write_unlock_bh(&sock->sk->sk_callback_lock);
+	}
+	mutex_lock(&qp->tx.lock);
+	spin_lock_bh(&qp->lock);
+	qp->cep = NULL;
+	qp->sock = NULL;
+	spin_unlock_bh(&qp->lock);
+	mutex_unlock(&qp->tx.lock);
+}
+
 int xiw_qp_llp_bind(struct xiw_qp *qp, struct xiw_cep *cep,
 		    struct socket *sock, const struct xiw_conn_params *params)
 {
@@ -347,6 +382,7 @@ int xiw_qp_llp_bind(struct xiw_qp *qp, struct xiw_cep *cep,
 	xiw_qp_rx_reset_stream(qp);
 	qp->cep = cep;
 	qp->sock = sock;
+	qp->stream_over = false;
 	qp->conn = *params;
 	qp->ord = min_t(u16, params->ord, XIW_MAX_ORD);
 	qp->ird = min_t(u16, params->ird, XIW_MAX_IRD);
@@ -364,10 +400,17 @@ int xiw_qp_llp_bind(struct xiw_qp *qp, struct xiw_cep *cep,
 	sock->sk->sk_write_space = xiw_qp_write_space;
 	write_unlock_bh(&sock->sk->sk_callback_lock);
 
-	/* Like every iWARP RNIC, the QP is ready to send once MPA is done. */
+	/*
+	 * Like every iWARP RNIC, the QP is ready to send once MPA is done -
+	 * unless the data path failed it meanwhile: the endpoint then keeps
+	 * its socket.
+	 */
 	err = xiw_qp_enter_state(qp, qp->state, IB_QPS_RTS);
-	/* FPDUs the peer sent right after its MPA frame. */
-	xiw_qp_rx_process_queued(qp);
+	if (err)
+		xiw_qp_detach_sock(qp);
+	else
+		/* FPDUs the peer sent right after its MPA frame. */
+		xiw_qp_rx_process_queued(qp);
 out:
 	mutex_unlock(&qp->state_lock);
 	return err;
@@ -375,24 +418,8 @@ out:
 
 void xiw_qp_llp_unbind(struct xiw_qp *qp)
 {
-	struct socket *sock;
-
 	mutex_lock(&qp->state_lock);
-	sock = qp->sock;
-	if (sock) {
-		/* No callback runs once this returns. */
-		write_lock_bh(&sock->sk->sk_callback_lock);
-		sock->sk->sk_data_ready = qp->saved_data_ready;
-		sock->sk->sk_write_space = qp->saved_write_space;
-		write_unlock_bh(&sock->sk->sk_callback_lock);
-	}
-	/* Nor does the transmit path use the socket afterwards. */
-	mutex_lock(&qp->tx.lock);
-	spin_lock_bh(&qp->lock);
-	qp->cep = NULL;
-	qp->sock = NULL;
-	spin_unlock_bh(&qp->lock);
-	mutex_unlock(&qp->tx.lock);
+	xiw_qp_detach_sock(qp);
 	/* A QP its consumer reset already is ready for reuse: leave it so. */
 	if (qp->state != IB_QPS_RESET && qp->state != IB_QPS_INIT)
 		xiw_qp_fatal(qp, XIW_WC_WR_FLUSH_ERR);

@@ -241,10 +241,17 @@ static void xiw_rq_flush_locked(struct xiw_qp *qp)
 		xiw_rq_complete(qp, 0, XIW_WC_WR_FLUSH_ERR, true);
 }
 
+/*
+ * Flushes the receives of a QP in Error.  Its callers saw Error without
+ * the lock: by now the QP may have been reset and connected again, and a
+ * flush would take the new stream's receives and the target its parser
+ * holds.
+ */
 void xiw_qp_rx_flush(struct xiw_qp *qp)
 {
 	spin_lock_bh(&qp->lock);
-	xiw_rq_flush_locked(qp);
+	if (qp->state == IB_QPS_ERR)
+		xiw_rq_flush_locked(qp);
 	spin_unlock_bh(&qp->lock);
 }
 
@@ -914,6 +921,7 @@ static void xiw_rx_response(struct xiw_qp *qp)
 	struct xiw_qp_rx *rx = &qp->rx;
 	struct xiw_orq_entry *e = &rx->orq[rx->orq_head++ % XIW_MAX_ORD];
 	struct xiw_wqe *wqe = e->wqe;
+	u32 seq = e->wqe_seq;
 	u8 status = XIW_WC_SUCCESS;
 	u64 orig;
 
@@ -935,7 +943,7 @@ static void xiw_rx_response(struct xiw_qp *qp)
 		break;
 	}
 	spin_unlock_bh(&qp->lock);
-	xiw_qp_sq_complete_request(qp, wqe, status);
+	xiw_qp_sq_complete_request(qp, wqe, seq, status);
 	spin_lock_bh(&qp->lock);
 }
 
@@ -1011,6 +1019,7 @@ static void xiw_rx_end_read_response(struct xiw_qp *qp, bool last)
 	struct xiw_qp_rx *rx = &qp->rx;
 	struct xiw_orq_entry *e = &rx->orq[rx->orq_head % XIW_MAX_ORD];
 	struct xiw_wqe *wqe;
+	u32 seq;
 	u8 status;
 
 	e->placed += rx->payload_len;
@@ -1022,11 +1031,12 @@ static void xiw_rx_end_read_response(struct xiw_qp *qp, bool last)
 	 * take what completes the Read before.
 	 */
 	wqe = e->wqe;
+	seq = e->wqe_seq;
 	status = e->placed == e->len ? XIW_WC_SUCCESS : XIW_WC_REM_OP_ERR;
 	rx->orq_head++;
 	if (wqe) {
 		spin_unlock_bh(&qp->lock);
-		xiw_qp_sq_complete_request(qp, wqe, status);
+		xiw_qp_sq_complete_request(qp, wqe, seq, status);
 		spin_lock_bh(&qp->lock);
 	}
 }

@@ -42,6 +42,8 @@
 #define XIW_FPDU_MAX (16 * 1024)
 /* Pushes of one run of the transmit loop before it yields the worker. */
 #define XIW_TX_BUDGET 64
+/* Runs of it for one doorbell or work item before the worker goes on. */
+#define XIW_TX_ROUNDS 4
 
 struct workqueue_struct *xiw_wq;
 
@@ -370,21 +372,56 @@ static void xiw_wqe_finish(struct xiw_qp *qp, struct xiw_wqe *wqe, u8 status)
 	spin_unlock_bh(&qp->lock);
 }
 
-/* An outbound QN 1 request was answered (RX) or flushed. */
-void xiw_qp_sq_complete_request(struct xiw_qp *qp, struct xiw_wqe *wqe,
-				u8 status)
+/*
+ * The request @seq is still waiting for its answer: a flush (the QP went
+ * to Error meanwhile) has not completed it, nor has its slot been taken
+ * by a later request since.  qp->lock held.
+ */
+static bool xiw_request_outstanding(struct xiw_qp *qp, struct xiw_wqe *wqe,
+				    u32 seq)
 {
+	struct xiw_qp_tx *tx = &qp->tx;
+
+	return seq - tx->retire < READ_ONCE(tx->fetch) - tx->retire &&
+	       !wqe->done;
+}
+
+/*
+ * The answer to an outbound QN 1 request (@wqe, issued as @seq) arrived
+ * (RX): the request completes, unless the QP's flush completed it first -
+ * the receive path lets go of qp->lock before it gets here.
+ */
+void xiw_qp_sq_complete_request(struct xiw_qp *qp, struct xiw_wqe *wqe,
+				u32 seq, u8 status)
+{
+	bool invalidate;
+	u32 stag;
+
+	spin_lock_bh(&qp->lock);
+	if (!xiw_request_outstanding(qp, wqe, seq)) {
+		spin_unlock_bh(&qp->lock);
+		return;
+	}
+	invalidate = wqe->sqe.opcode == XIW_WR_RDMA_READ_WITH_INV &&
+		     status == XIW_WC_SUCCESS;
+	stag = wqe->sqe.sge[0].lkey;
+	spin_unlock_bh(&qp->lock);
 	/*
 	 * The sink's STag ends with the Read (IB_WR_RDMA_READ_WITH_INV).  It
 	 * is the one the Read placed into: the core's rdma_rw names it in
 	 * ex.invalidate_rkey with the key it had before registration.
 	 */
-	if (wqe->sqe.opcode == XIW_WR_RDMA_READ_WITH_INV &&
-	    status == XIW_WC_SUCCESS &&
+	if (invalidate &&
 	    xiw_mr_invalidate(to_xiw_dev(qp->ibqp.device), qp->ibqp.pd,
-			      wqe->sqe.sge[0].lkey) != XIW_ACCESS_OK)
+			      stag) != XIW_ACCESS_OK)
 		status = XIW_WC_LOC_PROT_ERR;
-	xiw_wqe_finish(qp, wqe, status);
+	spin_lock_bh(&qp->lock);
+	if (xiw_request_outstanding(qp, wqe, seq)) {
+		wqe->status = status;
+		wqe->done = true;
+		xiw_sq_retire(qp);
+	}
+	spin_unlock_bh(&qp->lock);
 	xiw_qp_tx_kick(qp);
 }
 
@@ -486,7 +523,7 @@ static struct xiw_wqe *xiw_sq_fetch(struct xiw_qp *qp)
 	}
 	wqe = xiw_wqe_at(qp, tx->fetch);
 	memcpy(&wqe->sqe, xiw_sq_slot(qp, tx->fetch), sizeof(wqe->sqe));
-	tx->fetch++;
+	wqe->seq = tx->fetch++;
 
 	status = xiw_wqe_prepare(qp, wqe);
 	if (status != XIW_WC_SUCCESS) {
@@ -745,6 +782,7 @@ static bool xiw_tx_issue_request(struct xiw_qp *qp)
 		goto out;
 	rx->orq[rx->orq_tail++ % XIW_MAX_ORD] = (struct xiw_orq_entry){
 		.wqe = wqe,
+		.wqe_seq = wqe->seq,
 		.opcode = opcode,
 		.req_id = req_id,
 		.sink_stag = sink_stag,
@@ -1287,6 +1325,7 @@ static bool xiw_tx_run(struct xiw_qp *qp)
 static void xiw_tx_run_sq(struct xiw_qp *qp)
 {
 	struct xiw_ring_ctrl *ctrl = qp->sq.num ? xiw_sq_ctrl(qp) : NULL;
+	unsigned int rounds = 0;
 	u32 producer;
 
 	if (!ctrl) {
@@ -1323,6 +1362,18 @@ static void xiw_tx_run_sq(struct xiw_qp *qp)
 		 */
 		if (producer - qp->tx.retire > qp->sq.num)
 			return;
+		/*
+		 * A consumer that posts as fast as this sends or flushes - or
+		 * just keeps moving its producer index - would keep the
+		 * caller here for good: after a few rounds the QP waits for
+		 * its next turn on the worker, the flag up again.
+		 */
+		if (++rounds == XIW_TX_ROUNDS) {
+			/* Up as at the top: the provider may skip its rings. */
+			smp_store_mb(ctrl->notify, 1);
+			xiw_qp_tx_kick(qp);
+			return;
+		}
 	}
 }
 
