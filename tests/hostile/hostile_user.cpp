@@ -49,9 +49,11 @@
 //                90 s, and a soft lockup of the worker).
 //   sq_creep     the SQ's producer index kept a few entries ahead of what
 //                the kernel flushed (QP in Error), for 4 s, with the soft
-//                lockup detector at 2 s: the flush must go on in turns of
-//                the worker.  (Regression: one run of the transmit loop
-//                followed the index for as long as it moved.)
+//                lockup detector at 2 s: the flush goes on in turns of the
+//                worker, and stops with the index.  (One run of the
+//                transmit loop used to follow the index for as long as it
+//                moved; in a guest the index loses the race within a few
+//                milliseconds, so this shows the bound, not the old loop.)
 //   read_sges    an RDMA Read with 2 SGEs: EINVAL at post time.
 //   accounting   (in a cgroup v2 with the memory controller) 16 QPs with
 //                4096-entry queues: at least 1 MiB each charged to it.
