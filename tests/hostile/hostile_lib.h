@@ -50,6 +50,7 @@ inline void pass(const std::string &what)
 
 struct mapping {
 	std::uintptr_t start, end;
+	std::uint64_t offset; // in the device file: mmap() it again there
 	std::size_t size() const { return end - start; }
 	bool operator<(const mapping &o) const { return start < o.start; }
 };
@@ -64,7 +65,8 @@ inline std::set<mapping> uverbs_mappings()
 		if (line.find("/dev/infiniband/uverbs") == std::string::npos)
 			continue;
 		mapping m{};
-		if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR, &m.start, &m.end) == 2)
+		if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR " %*s %" SCNx64, &m.start,
+				&m.end, &m.offset) == 3)
 			out.insert(m);
 	}
 	return out;

@@ -58,7 +58,9 @@
 //   accounting   (in a cgroup v2 with the memory controller) 16 QPs with
 //                4096-entry queues: at least 1 MiB each charged to it.
 //   memlock      (without CAP_IPC_LOCK, RLIMIT_MEMLOCK 256 KiB) a QP with
-//                4096-entry queues: ENOMEM; a 16-entry one: created.
+//                4096-entry queues: ENOMEM; a 16-entry one: created; QPs
+//                destroyed while their queues stay mapped still count:
+//                ENOMEM before 256 KiB of them, a QP again once unmapped.
 //   query_states ibv_query_qp after each of Reset, Init, Init, Error, Reset,
 //                Init, Reset: the state it is in, the access flags it got.
 //   cq_overflow  64 receives flushed into a CQ of 4 entries: exactly one
@@ -284,7 +286,8 @@ int run_accounting()
 // memlock: queues count as locked memory.  Run without CAP_IPC_LOCK and
 // with RLIMIT_MEMLOCK at 256 KiB: a QP with 4096-entry queues fails with
 // ENOMEM, a small one is created, and once destroyed its pages count no
-// more (the big one's failure did not leak a charge either).
+// more (the big one's failure did not leak a charge either) - unless the
+// process still maps them.
 int run_memlock()
 {
 	device_cq dc(16);
@@ -301,7 +304,44 @@ int run_memlock()
 			fail("round %d: a QP with 16-entry queues: %s", round, std::strerror(errno));
 		ibv_destroy_qp(small);
 	}
-	pass("4096-entry QP: ENOMEM; 16-entry QP created 3 times");
+	// Queues destroyed while this process keeps mappings of their own:
+	// still its locked memory.  (Regression: destroying a queue gave its
+	// charge back at once, and QP after QP stayed mapped past the limit.)
+	constexpr std::size_t limit = 256 * 1024;
+	std::vector<mapping> kept;
+	std::size_t kept_bytes = 0;
+	int created = 0, create_err = 0;
+	for (; created < 64; created++) {
+		ibv_qp *qp = nullptr;
+		const std::vector<mapping> maps = new_mappings([&] { qp = dc.create_qp(16, 16); });
+		if (!qp) {
+			create_err = errno;
+			break;
+		}
+		for (const mapping &m : maps) {
+			void *p = mmap(nullptr, m.size(), PROT_READ, MAP_SHARED, dc.d.ctx->cmd_fd,
+				       static_cast<off_t>(m.offset));
+			if (p == MAP_FAILED)
+				xiw_test::die("mmap of a queue again");
+			kept.push_back({reinterpret_cast<std::uintptr_t>(p),
+					reinterpret_cast<std::uintptr_t>(p) + m.size(), m.offset});
+			kept_bytes += m.size();
+		}
+		ibv_destroy_qp(qp);
+	}
+	if (create_err != ENOMEM)
+		fail("%d QPs created and destroyed with their queues kept mapped (%zu KiB, limit "
+		     "%zu KiB): %s", created, kept_bytes / 1024, limit / 1024,
+		     create_err ? std::strerror(create_err) : "no ENOMEM");
+	for (const mapping &m : kept)
+		munmap(reinterpret_cast<void *>(m.start), m.size());
+	ibv_qp *again = dc.create_qp(16, 16);
+	if (!again)
+		fail("a QP once the kept queues were unmapped: %s", std::strerror(errno));
+	ibv_destroy_qp(again);
+	pass(strf("4096-entry QP: ENOMEM; 16-entry QP created 3 times; with destroyed QPs' "
+		  "queues kept mapped, ENOMEM after %d (%zu KiB kept), a QP again once unmapped",
+		  created, kept_bytes / 1024));
 	return 0;
 }
 
