@@ -63,6 +63,13 @@ struct xiw_device {
 
 struct xiw_ucontext {
 	struct ib_ucontext ibucontext;
+	/*
+	 * Queues destroyed while the process still maps them: still its
+	 * locked memory, released once unmapped (xiw_ring_charge() looks)
+	 * or with the context.
+	 */
+	struct mutex retired_lock;
+	struct list_head retired;
 };
 
 struct xiw_pd {
@@ -72,9 +79,10 @@ struct xiw_pd {
 /*
  * A queue in memory the module shares with its consumer: an xiw_ring_ctrl
  * followed by @num entries of @entry_size bytes.  For user consumers the
- * memory belongs to the mmap entry once it is inserted and is freed by
- * xiw_mmap_free() after the last mapping is gone, so destroying the queue
- * never pulls pages out from under a process.
+ * memory belongs to the mmap entry once it is inserted; destroying the
+ * queue never pulls pages out from under a process, and the memory stays
+ * counted as the process's locked memory until no mapping is left
+ * (xiw_mmap_free()).
  */
 struct xiw_ring {
 	void *mem;

@@ -15,6 +15,8 @@ struct xiw_mmap_entry {
 	/* The process whose locked memory the queue counts as, and how much. */
 	struct mm_struct *owning_mm;
 	unsigned long npages;
+	/* In xiw_ucontext.retired once the queue was destroyed still mapped. */
+	struct list_head retired_node;
 };
 
 static struct xiw_mmap_entry *to_xiw_mmap_entry(struct rdma_user_mmap_entry *e)
@@ -140,17 +142,21 @@ void xiw_get_dev_fw_str(struct ib_device *ibdev, char *str)
 		 XIW_VERSION_MINOR, XIW_VERSION_PATCH);
 }
 
+static struct xiw_ucontext *to_xiw_ucontext(struct ib_ucontext *ibucontext)
+{
+	return container_of(ibucontext, struct xiw_ucontext, ibucontext);
+}
+
 int xiw_alloc_ucontext(struct ib_ucontext *ibucontext, struct ib_udata *udata)
 {
 	struct xiw_uresp_alloc_ctx resp = { .flags = XIW_COMPAT_CTX_FLAGS };
+	struct xiw_ucontext *uctx = to_xiw_ucontext(ibucontext);
 
 	if (udata->outlen < sizeof(resp))
 		return -EINVAL;
+	mutex_init(&uctx->retired_lock);
+	INIT_LIST_HEAD(&uctx->retired);
 	return ib_copy_to_udata(udata, &resp, sizeof(resp));
-}
-
-void xiw_dealloc_ucontext(struct ib_ucontext *ibucontext)
-{
 }
 
 /*
@@ -223,13 +229,74 @@ int xiw_mmap(struct ib_ucontext *ibucontext, struct vm_area_struct *vma)
 	return err;
 }
 
-void xiw_mmap_free(struct rdma_user_mmap_entry *rdma_entry)
+static void xiw_mmap_entry_release(struct xiw_mmap_entry *entry)
 {
-	struct xiw_mmap_entry *entry = to_xiw_mmap_entry(rdma_entry);
-
 	xiw_ring_uncharge(entry);
 	vfree(entry->mem);
 	kfree(entry);
+}
+
+/*
+ * Whether a process still maps the queue.  A destroyed queue's entry is
+ * gone from the context's table, so no new mapping can come once none is
+ * left (fork only copies existing ones).
+ */
+static bool xiw_mmap_entry_mapped(struct xiw_mmap_entry *entry)
+{
+	unsigned long i;
+
+	for (i = 0; i < entry->rdma_entry.npages; i++)
+		if (page_mapped(vmalloc_to_page(entry->mem + i * PAGE_SIZE)))
+			return true;
+	return false;
+}
+
+/* Releases the retired queues no longer mapped, or @all of them. */
+static void xiw_release_retired(struct xiw_ucontext *uctx, bool all)
+{
+	struct xiw_mmap_entry *entry, *next;
+
+	mutex_lock(&uctx->retired_lock);
+	list_for_each_entry_safe(entry, next, &uctx->retired, retired_node) {
+		if (!all && xiw_mmap_entry_mapped(entry))
+			continue;
+		list_del(&entry->retired_node);
+		xiw_mmap_entry_release(entry);
+	}
+	mutex_unlock(&uctx->retired_lock);
+}
+
+/*
+ * Normally no mapping is left: each holds the device file, which ends
+ * the context only once closed.  After a device removal the pages live
+ * on in the mappings, no longer counted.
+ */
+void xiw_dealloc_ucontext(struct ib_ucontext *ibucontext)
+{
+	struct xiw_ucontext *uctx = to_xiw_ucontext(ibucontext);
+
+	xiw_release_retired(uctx, true);
+	mutex_destroy(&uctx->retired_lock);
+}
+
+/*
+ * The queue was destroyed (each mapping dropped its reference at mmap
+ * time).  Pages a process still maps stay its locked memory until it
+ * unmaps them: a queue destroyed mapped, again and again, would
+ * otherwise pin memory past RLIMIT_MEMLOCK.
+ */
+void xiw_mmap_free(struct rdma_user_mmap_entry *rdma_entry)
+{
+	struct xiw_mmap_entry *entry = to_xiw_mmap_entry(rdma_entry);
+	struct xiw_ucontext *uctx = to_xiw_ucontext(rdma_entry->ucontext);
+
+	if (!xiw_mmap_entry_mapped(entry)) {
+		xiw_mmap_entry_release(entry);
+		return;
+	}
+	mutex_lock(&uctx->retired_lock);
+	list_add_tail(&entry->retired_node, &uctx->retired);
+	mutex_unlock(&uctx->retired_lock);
 }
 
 /*
@@ -262,6 +329,8 @@ int xiw_ring_alloc(struct xiw_ring *ring, u32 num, u32 entry_size,
 		return 0;
 
 	uctx = rdma_udata_to_drv_context(udata, struct xiw_ucontext, ibucontext);
+	/* What the process unmapped since counts no more. */
+	xiw_release_retired(uctx, false);
 	entry = kzalloc(sizeof(*entry), GFP_KERNEL_ACCOUNT);
 	if (!entry) {
 		err = -ENOMEM;
