@@ -7,13 +7,14 @@
 # that overflows by 60 completions, a Read with more SGEs than
 # max_sge_rd, a QP reused after Error and Reset while its last stream had
 # a Read Response half received or a Write framed behind a full TCP
-# buffer, a QP reset and taken back to RTS on its old socket, another
-# process's QP named in rdma_connect, kernel memory charged to the memory
-# cgroup and queues to RLIMIT_MEMLOCK, posting after the device went away,
-# Writes into a region its owner rewrites meanwhile, a peer's Verify of
-# 512 MiB with the soft lockup detector at 2 s.  Each case is a regression test of
-# the hostile-users review; the harness adds the kernel log (a soft
-# lockup or an oops fail the run).
+# buffer, a QP reset and taken back to RTS on its old socket, a QP in a
+# pending connect and an accept at once, another process's QP named in
+# rdma_connect, kernel memory charged to the memory cgroup and queues to
+# RLIMIT_MEMLOCK, posting after the device went away, Writes into a region
+# its owner rewrites meanwhile, a peer's Verify of 512 MiB with the soft
+# lockup detector at 2 s.  Each case is a regression test of the
+# hostile-users review; the harness adds the kernel log (a soft lockup or
+# an oops fail the run).
 set -euo pipefail
 # shellcheck source=case_lib.bash
 source "$(dirname "$0")/case_lib.bash"
@@ -46,6 +47,9 @@ timeout $((120 * ${XIW_TIME_FACTOR:-1})) "$bin" stalled_reuse "$XIW_ADDR_A" 7854
 case_begin stale_rts
 timeout $((120 * ${XIW_TIME_FACTOR:-1})) "$bin" stale_rts "$XIW_ADDR_A" 7855 ||
 	failed="$failed stale_rts"
+case_begin connect_accept
+timeout $((60 * ${XIW_TIME_FACTOR:-1})) "$bin" connect_accept "$XIW_ADDR_A" 7856 ||
+	failed="$failed connect_accept"
 case_begin qp_steal
 timeout 60 "$bin" qp_steal "$XIW_ADDR_A" 7851 || failed="$failed qp_steal"
 case_begin scribbled_sink

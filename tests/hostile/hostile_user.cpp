@@ -2,7 +2,8 @@
 // A local user who does to xiw what a broken or malicious verbs library
 // would: writes ring indices the kernel reads, reuses QPs, fills CQs.
 //   xiw_hostile_user qp_reuse ADDR PORT | stalled_reuse ADDR PORT |
-//                    stale_rts ADDR PORT | qp_steal ADDR PORT |
+//                    stale_rts ADDR PORT | connect_accept ADDR PORT |
+//                    qp_steal ADDR PORT |
 //                    scribbled_sink ADDR PORT | long_verify ADDR PORT
 //   xiw_hostile_user rq_producer | sq_producer | sq_creep | cq_overflow |
 //                    read_sges | query_states
@@ -37,6 +38,12 @@
 //                flushed.  (Regression: RTS was granted on the old socket,
 //                and the parser placed the rest of the Write through the
 //                target the flush had let go: a NULL dereference.)
+//   connect_accept  a QP named in rdma_connect to a peer that never answers
+//                MPA (ADDR:PORT), then in rdma_accept of a connection from
+//                this process (ADDR:PORT+1): the accept must fail, and
+//                ibv_destroy_qp return at once.  (Regression: the accept
+//                bound the QP and forgot the connect still pending, and the
+//                destroy waited for its MPA timeout, 10 s, in D state.)
 //   qp_steal     rdma_connect with qp_num = a QP of another process (in
 //                Init): EINVAL, no connection reaches the peer on PORT, the
 //                other QP stays in Init.  (Regression: it was bound.)
@@ -1280,12 +1287,77 @@ int run_stale_rts(const char *addr, const char *port)
 	return 0;
 }
 
+// ---------------------------------------------------------------------------
+// connect_accept: one QP in a pending connect and in an accept
+
+int run_connect_accept(const char *addr, const char *port)
+{
+	const std::string accept_port = std::to_string(std::atoi(port) + 1);
+	const int lfd = raw_listen(addr, port);
+	device_cq dc(16);
+	ibv_qp *q = dc.create_qp(4, 4);
+	ibv_qp *r = dc.create_qp(4, 4);
+	if (!q || !r || !to_state(q, IBV_QPS_INIT) || !to_state(r, IBV_QPS_INIT))
+		xiw_test::die("ibv_create_qp, ibv_modify_qp(INIT)");
+	bool accepted;
+	int accept_errno;
+	int fd;
+	// The connect: its peer takes the MPA Request and says nothing.
+	cm_client pending(addr, port);
+	{
+		rdma_conn_param p = xiw_test::conn_param();
+		p.qp_num = q->qp_num;
+		if (rdma_connect(pending.id, &p))
+			xiw_test::die("rdma_connect");
+		xiw_raw::mpa_frame_reader req;
+		pollfd pfd{lfd, POLLIN, 0};
+		fd = poll(&pfd, 1, 10000) > 0 ? accept(lfd, nullptr, nullptr) : -1;
+		bytes in;
+		while (fd >= 0 && !req.done() && xiw_raw::recv_some(fd, in, 5000) > 0) {
+			req.feed(in.data(), in.size());
+			in.clear();
+		}
+		if (!req.done())
+			fail("the pending connect's MPA Request did not arrive");
+		// The accept of another connection, naming the same QP.
+		loop_connection link(addr, accept_port.c_str());
+		cm_client other(addr, accept_port.c_str());
+		rdma_conn_param pr = xiw_test::conn_param();
+		pr.qp_num = r->qp_num;
+		if (rdma_connect(other.id, &pr))
+			xiw_test::die("rdma_connect (the other connection)");
+		rdma_cm_event *ev = nullptr;
+		if (rdma_get_cm_event(link.lch, &ev) || ev->event != RDMA_CM_EVENT_CONNECT_REQUEST)
+			fail("no connect request");
+		link.conn_b = ev->id;
+		rdma_ack_cm_event(ev);
+		rdma_conn_param pq = xiw_test::conn_param();
+		pq.qp_num = q->qp_num;
+		accepted = rdma_accept(link.conn_b, &pq) == 0;
+		accept_errno = errno;
+	}
+	const long long t0 = xiw_raw::now_ms();
+	ibv_destroy_qp(q);
+	const long long took = xiw_raw::now_ms() - t0;
+	close(fd);
+	close(lfd);
+	ibv_destroy_qp(r);
+	if (accepted)
+		fail("rdma_accept bound a QP that a connect still waits with (ibv_destroy_qp "
+		     "then took %lld ms)", took);
+	if (took > 2000 * xiw_test::time_factor())
+		fail("ibv_destroy_qp took %lld ms: it waited for the pending connect", took);
+	pass(strf("rdma_accept naming the QP of a pending connect: %s; ibv_destroy_qp: %lld ms",
+		  std::strerror(accept_errno), took));
+	return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		std::fprintf(stderr, "usage: xiw_hostile_user qp_reuse|stalled_reuse|stale_rts|qp_steal|scribbled_sink|long_verify ADDR PORT | rq_producer | "
+		std::fprintf(stderr, "usage: xiw_hostile_user qp_reuse|stalled_reuse|stale_rts|connect_accept|qp_steal|scribbled_sink|long_verify ADDR PORT | rq_producer | "
 				     "sq_producer | sq_creep | cq_overflow | read_sges | query_states | accounting | "
 				     "memlock | after_removal\n");
 		return 2;
@@ -1299,6 +1371,8 @@ int main(int argc, char **argv)
 		return run_stalled_reuse(argv[2], argv[3]);
 	if (c == "stale_rts" && argc == 4)
 		return run_stale_rts(argv[2], argv[3]);
+	if (c == "connect_accept" && argc == 4)
+		return run_connect_accept(argv[2], argv[3]);
 	if (c == "qp_steal" && argc == 4)
 		return run_qp_steal(argv[2], argv[3]);
 	if (c == "scribbled_sink" && argc == 4)
