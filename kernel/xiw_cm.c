@@ -1149,8 +1149,10 @@ int xiw_create_listen(struct iw_cm_id *id, int backlog)
 	xl = kzalloc(sizeof(*xl), GFP_KERNEL);
 	addrs = kcalloc(XIW_LISTEN_MAX_ADDRS, sizeof(*addrs), GFP_KERNEL);
 	if (!xl || !addrs) {
-		rc = -ENOMEM;
-		goto out;
+		/* Nothing to destroy yet: xl's list is not even set up. */
+		kfree(xl);
+		kfree(addrs);
+		return -ENOMEM;
 	}
 	INIT_LIST_HEAD(&xl->ceps);
 
@@ -1179,13 +1181,10 @@ int xiw_create_listen(struct iw_cm_id *id, int backlog)
 					    backlog, xl);
 	}
 done:
-	if (!rc) {
-		id->provider_data = xl;
-		xl = NULL;
-	}
-out:
-	if (xl)
+	if (rc)
 		xiw_listen_destroy(xl);
+	else
+		id->provider_data = xl;
 	kfree(addrs);
 	return rc;
 }

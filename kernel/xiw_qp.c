@@ -369,7 +369,14 @@ int xiw_qp_llp_bind(struct xiw_qp *qp, struct xiw_cep *cep,
 	int err = 0;
 
 	mutex_lock(&qp->state_lock);
+	/*
+	 * A QP takes part in one connection at a time: an accept naming a
+	 * QP that a connect still waits with is refused (destroy_qp fails
+	 * that connect; an accept that cleared it would leave destroy_qp
+	 * waiting out its MPA timeout).
+	 */
 	if (qp->cep || qp->destroying ||
+	    (qp->connecting && qp->connecting != cep) ||
 	    (qp->state != IB_QPS_INIT && qp->state != IB_QPS_RTR)) {
 		err = -EINVAL;
 		goto out;

@@ -313,7 +313,13 @@ static void xiw_rx_rtr_seen(struct xiw_qp *qp, u8 opcode)
 
 	if (rx->rtr_expected && opcode == qp->conn.rtr_opcode) {
 		rx->rtr_expected = false;
-		xiw_cm_rtr_received(qp->cep);
+		/*
+		 * An unbind may have let go of the endpoint while this
+		 * callback was already on its way (it clears qp->cep under
+		 * qp->lock, before the QP leaves RTS).
+		 */
+		if (qp->cep)
+			xiw_cm_rtr_received(qp->cep);
 	}
 }
 
