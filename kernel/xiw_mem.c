@@ -116,6 +116,19 @@ struct xiw_mr *xiw_mr_get_region(struct xiw_device *xdev, struct ib_pd *pd,
 		return NULL;
 	}
 	rcu_read_unlock();
+	/*
+	 * Again with the reference held: before it was taken, the STag may
+	 * have been invalidated and its MR registered anew (map_mr_sg and
+	 * fast registration wait only for references already held).  From
+	 * here on the registration cannot change under us, and the acquire
+	 * orders the reads of its range after it was set.
+	 */
+	if (!smp_load_acquire(&mr->stag_valid) ||
+	    READ_ONCE(mr->ibmr.lkey) != stag) {
+		xiw_mr_put(mr);
+		*why = XIW_ACCESS_INVALID_STAG;
+		return NULL;
+	}
 
 	if (mr->ibmr.pd != pd)
 		*why = XIW_ACCESS_WRONG_PD;
@@ -388,10 +401,13 @@ int xiw_mr_flush(struct xiw_mr *mr, u64 addr, u64 len, u32 flags)
 	 * The placement wrote into the file's pages through kernel
 	 * mappings, so the page cache does not know they changed: mark them
 	 * dirty, then write them back and wait (fdatasync of the range).
+	 * Only pages pinned for writing (ib_access_writable()) can have been
+	 * written: dirtying the others would hand the file system pages it
+	 * never made writable, and nothing of them needs writing back.
 	 */
 	first = (addr - mr->iova + mr->first_page_offset) >> PAGE_SHIFT;
 	last = (addr - mr->iova + mr->first_page_offset + len - 1) >> PAGE_SHIFT;
-	for (; first <= last; first++) {
+	for (; ib_access_writable(mr->access) && first <= last; first++) {
 		set_page_dirty_lock(mr->pages[first]);
 		cond_resched();
 	}
