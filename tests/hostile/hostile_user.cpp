@@ -290,6 +290,17 @@ int run_accounting()
 	return 0;
 }
 
+// This process's pinned memory (VmPin in /proc/self/status), in KiB.
+long vm_pin_kib()
+{
+	std::ifstream status("/proc/self/status");
+	std::string line;
+	while (std::getline(status, line))
+		if (line.rfind("VmPin:", 0) == 0)
+			return std::atol(line.c_str() + 6);
+	return -1;
+}
+
 // memlock: queues count as locked memory.  Run without CAP_IPC_LOCK and
 // with RLIMIT_MEMLOCK at 256 KiB: a QP with 4096-entry queues fails with
 // ENOMEM, a small one is created, and once destroyed its pages count no
@@ -346,9 +357,37 @@ int run_memlock()
 	if (!again)
 		fail("a QP once the kept queues were unmapped: %s", std::strerror(errno));
 	ibv_destroy_qp(again);
+	// The provider unmaps a queue after destroying it: memory it then
+	// registers must fit at once, without a queue allocation between.
+	// (Regression of the above: the destroyed queues stayed counted.)
+	const long pin_before = vm_pin_kib();
+	std::vector<ibv_qp *> many;
+	for (int i = 0; i < 15; i++) {
+		ibv_qp *qp = dc.create_qp(16, 16);
+		if (!qp)
+			fail("QP %d of 15: %s", i, std::strerror(errno));
+		many.push_back(qp);
+	}
+	for (ibv_qp *qp : many)
+		ibv_destroy_qp(qp);
+	// Nor does it wait for the next one: released within seconds.
+	long pin = vm_pin_kib();
+	for (int i = 0; i < 30 && pin > pin_before; i++) {
+		std::this_thread::sleep_for(std::chrono::milliseconds(100));
+		pin = vm_pin_kib();
+	}
+	if (pin > pin_before)
+		fail("VmPin %ld KiB 3 s after 15 QPs were destroyed, %ld KiB before them", pin,
+		     pin_before);
+	static u8 region[128 * 1024];
+	ibv_mr *mr = ibv_reg_mr(dc.d.pd, region, sizeof(region), IBV_ACCESS_LOCAL_WRITE);
+	if (!mr)
+		fail("128 KiB registered after 15 QPs were destroyed: %s", std::strerror(errno));
+	ibv_dereg_mr(mr);
 	pass(strf("4096-entry QP: ENOMEM; 16-entry QP created 3 times; with destroyed QPs' "
-		  "queues kept mapped, ENOMEM after %d (%zu KiB kept), a QP again once unmapped",
-		  created, kept_bytes / 1024));
+		  "queues kept mapped, ENOMEM after %d (%zu KiB kept), a QP again once unmapped; "
+		  "15 QPs destroyed: VmPin back to %ld KiB, 128 KiB registered",
+		  created, kept_bytes / 1024, pin));
 	return 0;
 }
 
