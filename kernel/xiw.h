@@ -64,12 +64,15 @@ struct xiw_device {
 struct xiw_ucontext {
 	struct ib_ucontext ibucontext;
 	/*
-	 * Queues destroyed while the process still maps them: still its
-	 * locked memory, released once unmapped (xiw_ring_charge() looks)
-	 * or with the context.
+	 * Queues destroyed while the process still maps them (the provider
+	 * unmaps after destroying): still its locked memory, released once
+	 * unmapped - looked for by reap_work every second while any is
+	 * left, and before each new queue or registration - or with the
+	 * context.
 	 */
 	struct mutex retired_lock;
 	struct list_head retired;
+	struct delayed_work reap_work;
 };
 
 struct xiw_pd {
@@ -495,6 +498,7 @@ int xiw_query_gid(struct ib_device *ibdev, u32 port, int index,
 int xiw_query_pkey(struct ib_device *ibdev, u32 port, u16 index, u16 *pkey);
 void xiw_get_dev_fw_str(struct ib_device *ibdev, char *str);
 int xiw_alloc_ucontext(struct ib_ucontext *ibucontext, struct ib_udata *udata);
+void xiw_ucontext_reap(struct ib_udata *udata);
 void xiw_dealloc_ucontext(struct ib_ucontext *ibucontext);
 void xiw_disassociate_ucontext(struct ib_ucontext *ibucontext);
 int xiw_mmap(struct ib_ucontext *ibucontext, struct vm_area_struct *vma);

@@ -147,6 +147,8 @@ static struct xiw_ucontext *to_xiw_ucontext(struct ib_ucontext *ibucontext)
 	return container_of(ibucontext, struct xiw_ucontext, ibucontext);
 }
 
+static void xiw_reap_work(struct work_struct *work);
+
 int xiw_alloc_ucontext(struct ib_ucontext *ibucontext, struct ib_udata *udata)
 {
 	struct xiw_uresp_alloc_ctx resp = { .flags = XIW_COMPAT_CTX_FLAGS };
@@ -156,6 +158,7 @@ int xiw_alloc_ucontext(struct ib_ucontext *ibucontext, struct ib_udata *udata)
 		return -EINVAL;
 	mutex_init(&uctx->retired_lock);
 	INIT_LIST_HEAD(&uctx->retired);
+	INIT_DELAYED_WORK(&uctx->reap_work, xiw_reap_work);
 	return ib_copy_to_udata(udata, &resp, sizeof(resp));
 }
 
@@ -251,10 +254,14 @@ static bool xiw_mmap_entry_mapped(struct xiw_mmap_entry *entry)
 	return false;
 }
 
-/* Releases the retired queues no longer mapped, or @all of them. */
-static void xiw_release_retired(struct xiw_ucontext *uctx, bool all)
+/*
+ * Releases the retired queues no longer mapped, or @all of them; whether
+ * any is left.
+ */
+static bool xiw_release_retired(struct xiw_ucontext *uctx, bool all)
 {
 	struct xiw_mmap_entry *entry, *next;
+	bool left;
 
 	mutex_lock(&uctx->retired_lock);
 	list_for_each_entry_safe(entry, next, &uctx->retired, retired_node) {
@@ -263,7 +270,30 @@ static void xiw_release_retired(struct xiw_ucontext *uctx, bool all)
 		list_del(&entry->retired_node);
 		xiw_mmap_entry_release(entry);
 	}
+	left = !list_empty(&uctx->retired);
 	mutex_unlock(&uctx->retired_lock);
+	return left;
+}
+
+static void xiw_reap_work(struct work_struct *work)
+{
+	struct xiw_ucontext *uctx = container_of(to_delayed_work(work),
+						 struct xiw_ucontext,
+						 reap_work);
+
+	if (xiw_release_retired(uctx, false))
+		schedule_delayed_work(&uctx->reap_work, HZ);
+}
+
+/* Before a process pins more memory: what it unmapped counts no more. */
+void xiw_ucontext_reap(struct ib_udata *udata)
+{
+	struct xiw_ucontext *uctx = rdma_udata_to_drv_context(udata,
+							      struct xiw_ucontext,
+							      ibucontext);
+
+	if (uctx)
+		xiw_release_retired(uctx, false);
 }
 
 /*
@@ -275,6 +305,7 @@ void xiw_dealloc_ucontext(struct ib_ucontext *ibucontext)
 {
 	struct xiw_ucontext *uctx = to_xiw_ucontext(ibucontext);
 
+	cancel_delayed_work_sync(&uctx->reap_work);
 	xiw_release_retired(uctx, true);
 	mutex_destroy(&uctx->retired_lock);
 }
@@ -297,6 +328,7 @@ void xiw_mmap_free(struct rdma_user_mmap_entry *rdma_entry)
 	mutex_lock(&uctx->retired_lock);
 	list_add_tail(&entry->retired_node, &uctx->retired);
 	mutex_unlock(&uctx->retired_lock);
+	schedule_delayed_work(&uctx->reap_work, HZ);
 }
 
 /*
@@ -329,8 +361,7 @@ int xiw_ring_alloc(struct xiw_ring *ring, u32 num, u32 entry_size,
 		return 0;
 
 	uctx = rdma_udata_to_drv_context(udata, struct xiw_ucontext, ibucontext);
-	/* What the process unmapped since counts no more. */
-	xiw_release_retired(uctx, false);
+	xiw_ucontext_reap(udata);
 	entry = kzalloc(sizeof(*entry), GFP_KERNEL_ACCOUNT);
 	if (!entry) {
 		err = -ENOMEM;
