@@ -189,6 +189,11 @@ static int xiw_qp_enter_state(struct xiw_qp *qp, enum ib_qp_state cur,
 	if (next == IB_QPS_RESET && cur != IB_QPS_RESET && cur != IB_QPS_INIT) {
 		xiw_qp_fatal(qp, XIW_WC_WR_FLUSH_ERR);
 		xiw_qp_tx_flush_now(qp);
+		/*
+		 * An Error from the data path may not have flushed the RQ
+		 * yet; once in Reset, its flush would not.
+		 */
+		xiw_qp_rx_flush(qp);
 	}
 
 	spin_lock_bh(&qp->lock);
@@ -366,6 +371,7 @@ static void xiw_qp_detach_sock(struct xiw_qp *qp)
 int xiw_qp_llp_bind(struct xiw_qp *qp, struct xiw_cep *cep,
 		    struct socket *sock, const struct xiw_conn_params *params)
 {
+	enum ib_qp_state cur;
 	int err = 0;
 
 	mutex_lock(&qp->state_lock);
@@ -381,6 +387,8 @@ int xiw_qp_llp_bind(struct xiw_qp *qp, struct xiw_cep *cep,
 		err = -EINVAL;
 		goto out;
 	}
+	/* The data path may still fail the QP: enter_state() sees that. */
+	cur = qp->state;
 	qp->connecting = NULL;
 	mutex_lock(&qp->tx.lock);
 	xiw_qp_tx_reset_stream(qp);
@@ -412,7 +420,7 @@ int xiw_qp_llp_bind(struct xiw_qp *qp, struct xiw_cep *cep,
 	 * unless the data path failed it meanwhile: the endpoint then keeps
 	 * its socket.
 	 */
-	err = xiw_qp_enter_state(qp, qp->state, IB_QPS_RTS);
+	err = xiw_qp_enter_state(qp, cur, IB_QPS_RTS);
 	if (err)
 		xiw_qp_detach_sock(qp);
 	else
