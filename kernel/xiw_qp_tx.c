@@ -363,12 +363,18 @@ static void xiw_sq_retire(struct xiw_qp *qp)
 	}
 }
 
-static void xiw_wqe_finish(struct xiw_qp *qp, struct xiw_wqe *wqe, u8 status)
+static void xiw_wqe_done(struct xiw_qp *qp, struct xiw_wqe *wqe, u8 status)
+	__must_hold(&qp->lock)
 {
-	spin_lock_bh(&qp->lock);
 	wqe->status = status;
 	wqe->done = true;
 	xiw_sq_retire(qp);
+}
+
+static void xiw_wqe_finish(struct xiw_qp *qp, struct xiw_wqe *wqe, u8 status)
+{
+	spin_lock_bh(&qp->lock);
+	xiw_wqe_done(qp, wqe, status);
 	spin_unlock_bh(&qp->lock);
 }
 
@@ -416,11 +422,8 @@ void xiw_qp_sq_complete_request(struct xiw_qp *qp, struct xiw_wqe *wqe,
 			      stag) != XIW_ACCESS_OK)
 		status = XIW_WC_LOC_PROT_ERR;
 	spin_lock_bh(&qp->lock);
-	if (xiw_request_outstanding(qp, wqe, seq)) {
-		wqe->status = status;
-		wqe->done = true;
-		xiw_sq_retire(qp);
-	}
+	if (xiw_request_outstanding(qp, wqe, seq))
+		xiw_wqe_done(qp, wqe, status);
 	spin_unlock_bh(&qp->lock);
 	xiw_qp_tx_kick(qp);
 }

@@ -361,7 +361,8 @@ int xiw_ring_alloc(struct xiw_ring *ring, u32 num, u32 entry_size,
 		return 0;
 
 	uctx = rdma_udata_to_drv_context(udata, struct xiw_ucontext, ibucontext);
-	xiw_ucontext_reap(udata);
+	/* What the process unmapped since counts no more. */
+	xiw_release_retired(uctx, false);
 	entry = kzalloc(sizeof(*entry), GFP_KERNEL_ACCOUNT);
 	if (!entry) {
 		err = -ENOMEM;
