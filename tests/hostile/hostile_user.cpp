@@ -1201,8 +1201,9 @@ constexpr std::size_t stale_write_len = 4096;
 constexpr std::size_t stale_write_sent = 8;
 
 struct stale_rts_steps {
-	std::atomic<u32> rkey{0};
-	std::atomic<u64> addr{0};
+	// The target, set before the peer starts.
+	u32 rkey = 0;
+	u64 addr = 0;
 	// 1: the Write's start is out; 2: the QP's states were set; 3: the
 	// rest is out; 4: the QP is done with the peer.
 	std::atomic<int> step{0};
@@ -1228,7 +1229,7 @@ void stale_rts_peer(int lfd, std::string &why, stale_rts_steps &st)
 	std::vector<u8> payload(stale_write_len, 0xab);
 	const bytes write = xiw_raw::frame_fpdu(
 		s, xiw_raw::seg_tagged(xiw_ddp_ctrl(1, 1), xiw_rdmap_ctrl(XIW_RDMAP_RV1, XIW_OP_WRITE),
-				       st.rkey.load(), st.addr.load(), payload.data(),
+				       st.rkey, st.addr, payload.data(),
 				       payload.size()));
 	const std::size_t part = XIW_MPA_HDR_LEN + XIW_DDP_TAGGED_HLEN + stale_write_sent;
 	send(fd, write.data(), part, MSG_NOSIGNAL);
@@ -1258,8 +1259,8 @@ int run_stale_rts(const char *addr, const char *port)
 				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!qp || !mr || !to_state(qp, IBV_QPS_INIT))
 		xiw_test::die("ibv_create_qp, ibv_reg_mr, ibv_modify_qp(INIT)");
-	st.rkey.store(mr->rkey);
-	st.addr.store(reinterpret_cast<std::uintptr_t>(target));
+	st.rkey = mr->rkey;
+	st.addr = reinterpret_cast<std::uintptr_t>(target);
 	std::thread peer(stale_rts_peer, lfd, std::ref(peer_why), std::ref(st));
 	c.connect_qp(qp);
 	if (!wait_step(st, 1, 20000))
