@@ -1323,8 +1323,8 @@ void *map_or_die(void *at, std::size_t len, int flags, int fd)
 	return p;
 }
 
-// What ibv_reg_mr accepts: at most one Verify algorithm; FLUSH_PERSISTENT
-// only within one shared mapping of a file.
+// What ibv_reg_mr accepts: at most one Verify algorithm, and only with
+// remote read; FLUSH_PERSISTENT only within one shared mapping of a file.
 int run_registration(const char *dev_name, const char *path)
 {
 	g_case = "registration";
@@ -1375,6 +1375,11 @@ int run_registration(const char *dev_name, const char *path)
 	ok(anon, len, rw | vc, "anonymous memory with XIWDV_ACCESS_VERIFY_CRC32C");
 	ok(anon, len, rw | vs, "anonymous memory with XIWDV_ACCESS_VERIFY_SHA256");
 	ok(anon, len, rw | fg | vs, "anonymous memory with flush global and verify SHA-256");
+	// A hash over ranges the peer picks reads the region (draft-talpey §6).
+	refused(anon, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | vc, EINVAL,
+		"anonymous memory with XIWDV_ACCESS_VERIFY_CRC32C but no remote read");
+	refused(anon, len, IBV_ACCESS_LOCAL_WRITE | vs, EINVAL,
+		"anonymous memory with XIWDV_ACCESS_VERIFY_SHA256 but no remote read");
 
 	int fd = open(path, O_RDWR | O_CREAT, 0600);
 	if (fd < 0 || ftruncate(fd, static_cast<off_t>(2 * len)))

@@ -19,7 +19,10 @@
 # Then read_before_atomic, with no MPA CRC (mpa_crc=0): a FetchAdd that
 # arrives while the Read Response before it waits for TCP must not change
 # what that Read Response carries (was: the Read Response went to TCP from
-# the registered pages after the FetchAdd had changed them).
+# the registered pages after the FetchAdd had changed them).  And
+# read_after_dereg: once ibv_dereg_mr() of a region returned, what its
+# pages hold is never sent, even by a Read Response that waited for TCP
+# (was: what was framed from them went on to TCP, written since).
 # Then frmr_read_after_invalidate against a kernel ULP
 # (tests/kmod/xiw_frmr_victim.ko on host b): a Read Response held back by
 # a full TCP send buffer must not go on from pages its ULP got back by the
@@ -80,13 +83,14 @@ client_cases "$log" 60 "$cases" "$inject"
 expect_lines "$log" '^wire_inject server: %s: .*: ok$' "$cases"
 [ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
 
-case_begin "an Atomic behind a Read Response that waits for TCP (no MPA CRC)"
+case_begin "a Read Response that waits for TCP (no MPA CRC): an Atomic behind it, a deregistration"
 ordered_log=$XIW_OUT/hostile-peer-ordered.log
+held_cases="read_before_atomic read_after_dereg"
 echo 0 >"$params/mpa_crc"
 server_start "$ordered_log" "$inject" listen
-client_cases "$ordered_log" 60 read_before_atomic "$inject"
+client_cases "$ordered_log" 60 "$held_cases" "$inject"
 echo 1 >"$params/mpa_crc"
-expect_lines "$ordered_log" '^wire_inject server: %s: 0 bytes changed, .*: ok$' read_before_atomic
+expect_lines "$ordered_log" '^wire_inject server: %s: 0 bytes changed, .*: ok$' "$held_cases"
 [ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
 
 case_begin "RDMA Read after the kernel consumer invalidated its region"

@@ -94,6 +94,17 @@
 //                     value (regression: the Read Response was framed by
 //                     reference to the registered pages and the FetchAdd
 //                     executed before TCP copied them)
+//   read_after_dereg  no MPA CRC either way, the listener's buffer 1 MiB:
+//                     an RDMA Read Request of the whole buffer with a
+//                     small receive buffer, so that its Read Response
+//                     waits behind a full TCP send buffer; 2 s later the
+//                     listener deregisters the buffer and writes another
+//                     pattern into it; 4 s after the Request everything
+//                     is read: no octet may come from after the
+//                     deregistration, and the Read Response must stop
+//                     (regression: what was framed from the registered
+//                     pages went on to TCP from them after
+//                     ibv_dereg_mr() returned)
 //   quit              MPA only; ends the listener
 // and prints "wire_inject CASE: terminate layer L type T code C: ok".
 // None of these asks for MPA markers, and each fails if the Reply does.
@@ -237,13 +248,22 @@ constexpr std::size_t first_send_len = 16;
 // stalled_write: the Write's length and what of its payload is sent.
 constexpr std::size_t stalled_write_len = 2048;
 constexpr std::size_t stalled_write_sent = 8;
-// read_before_atomic: its buffer, much more than TCP buffers on its way.
+// read_before_atomic, read_after_dereg: their buffer, much more than TCP
+// buffers on its way.
 constexpr std::size_t ordered_buf_size = 1 << 20;
+
+// The cases whose Read Response must wait behind a full TCP send buffer,
+// with no MPA CRC (only then does xiw send it from the registered pages
+// themselves: it copies what the CRC is computed over).
+bool read_held_case(const std::string &which)
+{
+	return which == "read_before_atomic" || which == "read_after_dereg";
+}
 
 // The listener's registered buffer for CASE.
 std::size_t buffer_octets(const std::string &which)
 {
-	return which == "read_before_atomic" ? ordered_buf_size : buf_size;
+	return read_held_case(which) ? ordered_buf_size : buf_size;
 }
 
 // Where in the buffer CASE's one good FetchAdd or Atomic Write goes.
@@ -266,6 +286,9 @@ std::size_t written_octets(const std::string &which)
 {
 	if (marker_good_case(which))
 		return marker_data_len;
+	if (which == "read_after_dereg")
+		return ordered_buf_size; // by the listener itself
+
 	return which == "stalled_write" ? stalled_write_sent : 0;
 }
 
@@ -360,6 +383,14 @@ int run_listener(const char *addr, const char *port)
 					ok = false;
 					why = "ibv_dereg_mr() blocked by a half-received Write";
 				}
+			}
+			if (which == "read_after_dereg") {
+				std::this_thread::sleep_for(std::chrono::seconds(2));
+				mr_gone = true;
+				if (ibv_dereg_mr(mr))
+					die("ibv_dereg_mr");
+				for (std::size_t i = 0; i < size; i++)
+					buf[i] = pattern2(i);
 			}
 			if (!wait_disconnect(id, 60000)) {
 				ok = false;
@@ -823,6 +854,60 @@ int run_markers(int fd, const inject_target &t, mpa_dir &tx, mpa_dir &rx, const 
 	return 0;
 }
 
+// What a Read Response that had to stop brought: its octets, those of them
+// unlike what the buffer held before (by EXPECTED(offset, octet)), and how
+// the stream ended.
+struct held_read {
+	std::size_t read_back = 0, unexpected = 0;
+	std::string end = "end of stream";
+};
+
+// Reads all xiw sends until the end of the stream (a reset counts as one)
+// or 10 s of silence, then parses it: Read Responses (no markers: none
+// asked), the last FPDU maybe torn, up to a Terminate.
+template <typename Expected> held_read read_until_end(int fd, Expected expected)
+{
+	held_read r;
+	std::vector<u8> in;
+	for (;;) {
+		pollfd pfd{fd, POLLIN, 0};
+		if (poll(&pfd, 1, 10000) != 1) {
+			r.end = "10 s of silence";
+			break;
+		}
+		u8 b[65536];
+		const ssize_t k = recv(fd, b, sizeof(b), 0);
+		if (k <= 0)
+			break;
+		in.insert(in.end(), b, b + k);
+	}
+	close(fd);
+	std::size_t at = 0;
+	while (at + XIW_MPA_HDR_LEN <= in.size()) {
+		const std::size_t ulpdu = static_cast<std::size_t>(in[at]) << 8 | in[at + 1];
+		const std::size_t len = XIW_MPA_HDR_LEN + ulpdu + xiw_mpa_pad_len(ulpdu) +
+					XIW_MPA_CRC_LEN;
+		if (at + len > in.size())
+			break; // cut by the reset
+		std::vector<u8> f(in.begin() + static_cast<std::ptrdiff_t>(at),
+				  in.begin() + static_cast<std::ptrdiff_t>(at + XIW_MPA_HDR_LEN + ulpdu));
+		at += len;
+		if (f.size() < sizeof(xiw_ctrl))
+			fail("an FPDU of %zu octets", f.size());
+		const unsigned opcode = xiw_rdmap_opcode(f[3]);
+		if (opcode == XIW_OP_TERMINATE && f.size() >= term_fixed) {
+			r.end = terminate_text(f);
+			break;
+		}
+		if (opcode != XIW_OP_READ_RESP || f.size() < sizeof(xiw_ddp_tagged_hdr))
+			fail("an FPDU with RDMAP control 0x%02x instead of a Read Response", f[3]);
+		for (std::size_t i = sizeof(xiw_ddp_tagged_hdr); i < f.size(); i++)
+			r.unexpected += !expected(r.read_back + i - sizeof(xiw_ddp_tagged_hdr), f[i]);
+		r.read_back += f.size() - sizeof(xiw_ddp_tagged_hdr);
+	}
+	return r;
+}
+
 // frmr_read_after_invalidate after the MPA exchange (no markers either
 // way): the Read Request, the Send with Invalidate, then everything xiw
 // sends, parsed once the stream ended.
@@ -845,47 +930,9 @@ int run_frmr_read_after_invalidate(int fd, const inject_target &t, mpa_dir &tx)
 	send_all(fd, fr.data(), fr.size());
 	std::this_thread::sleep_for(std::chrono::seconds(2));
 
-	// All of it, until the end of the stream (a reset counts as one) or
-	// 10 s of silence.
-	std::vector<u8> in;
-	std::string end = "end of stream";
-	for (;;) {
-		pollfd pfd{fd, POLLIN, 0};
-		if (poll(&pfd, 1, 10000) != 1) {
-			end = "10 s of silence";
-			break;
-		}
-		u8 b[65536];
-		const ssize_t k = recv(fd, b, sizeof(b), 0);
-		if (k <= 0)
-			break;
-		in.insert(in.end(), b, b + k);
-	}
-	close(fd);
-	// The FPDUs in it (no markers: none asked), the last maybe torn.
-	std::size_t at = 0, read_back = 0, reused = 0;
-	while (at + XIW_MPA_HDR_LEN <= in.size()) {
-		const std::size_t ulpdu = static_cast<std::size_t>(in[at]) << 8 | in[at + 1];
-		const std::size_t len = XIW_MPA_HDR_LEN + ulpdu + xiw_mpa_pad_len(ulpdu) +
-					XIW_MPA_CRC_LEN;
-		if (at + len > in.size())
-			break; // cut by the reset
-		std::vector<u8> f(in.begin() + static_cast<std::ptrdiff_t>(at),
-				  in.begin() + static_cast<std::ptrdiff_t>(at + XIW_MPA_HDR_LEN + ulpdu));
-		at += len;
-		if (f.size() < sizeof(xiw_ctrl))
-			fail("an FPDU of %zu octets", f.size());
-		const unsigned opcode = xiw_rdmap_opcode(f[3]);
-		if (opcode == XIW_OP_TERMINATE && f.size() >= term_fixed) {
-			end = terminate_text(f);
-			break;
-		}
-		if (opcode != XIW_OP_READ_RESP || f.size() < sizeof(xiw_ddp_tagged_hdr))
-			fail("an FPDU with RDMAP control 0x%02x instead of a Read Response", f[3]);
-		for (std::size_t i = sizeof(xiw_ddp_tagged_hdr); i < f.size(); i++)
-			reused += f[i] != fill;
-		read_back += f.size() - sizeof(xiw_ddp_tagged_hdr);
-	}
+	const held_read r = read_until_end(fd, [fill](std::size_t, u8 b) { return b == fill; });
+	const std::size_t read_back = r.read_back, reused = r.unexpected;
+	const std::string &end = r.end;
 	std::printf("wire_inject frmr_read_after_invalidate: %zu of %" PRIu64
 		    " octets read back, %zu of them from the reused pages, then %s",
 		    read_back, t.len, reused, end.c_str());
@@ -936,6 +983,28 @@ int run_read_before_atomic(int fd, const inject_target &t, mpa_dir &tx, mpa_dir 
 	return 0;
 }
 
+// read_after_dereg after the MPA exchange (no CRC, no markers): the Read
+// Request of the whole buffer, which the listener deregisters and rewrites
+// (to pattern2) 2 s later; 4 s after the Request, everything xiw sends.
+int run_read_after_dereg(int fd, const inject_target &t, mpa_dir &tx)
+{
+	const std::vector<u8> rh = read_request(t, t.len);
+	const std::vector<u8> fr = frame_fpdu(tx, rh.data(), rh.size());
+	send_all(fd, fr.data(), fr.size());
+	std::this_thread::sleep_for(std::chrono::seconds(4));
+	const held_read r =
+		read_until_end(fd, [](std::size_t at, u8 b) { return b == pattern(at); });
+	std::printf("wire_inject read_after_dereg: %zu of %" PRIu64
+		    " octets read back, %zu of them written after the deregistration, then %s",
+		    r.read_back, t.len, r.unexpected, r.end.c_str());
+	if (r.unexpected || r.read_back >= t.len) {
+		std::printf(": FAIL\n");
+		return 1;
+	}
+	std::printf(": ok\n");
+	return 0;
+}
+
 // kernel_ext_unnegotiated after the MPA exchange: 3 s in which nothing may
 // arrive.
 int run_kernel_ext_unnegotiated(int fd, mpa_dir &rx)
@@ -977,7 +1046,7 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 		die("socket");
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (which == "frmr_read_after_invalidate" || which == "read_before_atomic") {
+	if (which == "frmr_read_after_invalidate" || read_held_case(which)) {
 		// A small window: the Read Response fills xiw's send buffer.
 		const int small = 4096;
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
@@ -993,9 +1062,7 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 	const bool want_reply_m =
 		which == "markers_both" || which == "markers_from_peer" || which == "bad_marker";
 
-	// Only with no CRC does xiw send a Read Response from the registered
-	// pages themselves (it copies what the CRC is computed over).
-	const bool crc = which != "read_before_atomic";
+	const bool crc = !read_held_case(which);
 
 	const bool ext = which != "kernel_ext_unnegotiated";
 
@@ -1171,6 +1238,8 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 		return 0;
 	} else if (which == "frmr_read_after_invalidate") {
 		return run_frmr_read_after_invalidate(fd, t, tx);
+	} else if (which == "read_after_dereg") {
+		return run_read_after_dereg(fd, t, tx);
 	} else if (which == "bad_marker") {
 		// The first FPDU starts at P=0, so it has a leading marker,
 		// whose FPDUPTR must be 0 (RFC 5044 §4.3).  4 is wrong with
