@@ -56,8 +56,8 @@ case_begin scribbled_sink
 timeout 120 "$bin" scribbled_sink "$XIW_ADDR_A" 7852 || failed="$failed scribbled_sink"
 case_begin long_verify
 # The program has the soft lockup detector at 2 s while the responder
-# hashes 512 MiB.
-timeout $((600 * ${XIW_TIME_FACTOR:-1})) "$bin" long_verify "$XIW_ADDR_A" 7853 ||
+# hashes 512 MiB, and reads on a second connection (port 7859) meanwhile.
+timeout $((600 * ${XIW_TIME_FACTOR:-1})) "$bin" long_verify "$XIW_ADDR_A" 7858 ||
 	failed="$failed long_verify"
 if dmesg | grep 'soft lockup'; then
 	failed="$failed long_verify(soft-lockup)"

@@ -585,32 +585,52 @@ int run_sq_creep()
 // it runs (the script then looks for a report).  The responder must yield
 // while it walks the region, and answer.  (Regression: Verify and
 // persistent Flush walked up to 4 GiB a peer names without yielding.)
+// Meanwhile, from the same CPU, an 8-octet RDMA Read on another connection
+// (on PORT + 1) must complete within 2 s: the hashing must not hold back the other QPs'
+// work on that CPU.  (Regression: it did, until the Verify was answered,
+// as the workers of a CPU take the next work item only when the running
+// one sleeps, and a hash never does.)
 int run_long_verify(const char *addr, const char *port)
 {
+	const std::string port2 = std::to_string(std::atoi(port) + 1);
 	constexpr std::size_t len = std::size_t{512} << 20;
 	constexpr std::uint32_t sha256_len = 32;
+	constexpr auto read_limit = std::chrono::seconds(2);
 	static u8 hash[sha256_len];
+	static u64 word, word_copy;
 	device d;
 	void *region = mmap(nullptr, len, PROT_READ | PROT_WRITE,
 			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (region == MAP_FAILED)
 		xiw_test::die("mmap");
 	ibv_cq *cq = ibv_create_cq(d.ctx, 16, nullptr, nullptr, 0);
-	ibv_mr *target = ibv_reg_mr(d.pd, region, len, XIWDV_ACCESS_VERIFY_SHA256);
+	ibv_cq *cq2 = ibv_create_cq(d.ctx, 16, nullptr, nullptr, 0);
+	ibv_mr *target = ibv_reg_mr(d.pd, region, len,
+				    IBV_ACCESS_REMOTE_READ | XIWDV_ACCESS_VERIFY_SHA256);
 	ibv_mr *out = ibv_reg_mr(d.pd, hash, sizeof(hash), IBV_ACCESS_LOCAL_WRITE);
+	ibv_mr *src = ibv_reg_mr(d.pd, &word, sizeof(word), IBV_ACCESS_REMOTE_READ);
+	ibv_mr *dst = ibv_reg_mr(d.pd, &word_copy, sizeof(word_copy), IBV_ACCESS_LOCAL_WRITE);
 	ibv_qp_init_attr qa = xiw_test::rc_qp_attr(4, 1);
 	qa.send_cq = qa.recv_cq = cq;
 	ibv_qp *a = cq ? ibv_create_qp(d.pd, &qa) : nullptr;
 	ibv_qp *b = cq ? ibv_create_qp(d.pd, &qa) : nullptr;
-	if (!target || !out || !a || !b || !to_state(a, IBV_QPS_INIT) ||
-	    !to_state(b, IBV_QPS_INIT))
+	qa.send_cq = qa.recv_cq = cq2;
+	ibv_qp *c = cq2 ? ibv_create_qp(d.pd, &qa) : nullptr;
+	ibv_qp *e = cq2 ? ibv_create_qp(d.pd, &qa) : nullptr;
+	if (!target || !out || !src || !dst || !a || !b || !c || !e ||
+	    !to_state(a, IBV_QPS_INIT) || !to_state(b, IBV_QPS_INIT) ||
+	    !to_state(c, IBV_QPS_INIT) || !to_state(e, IBV_QPS_INIT))
 		xiw_test::die("objects");
-	ibv_wc wc{};
-	bool done;
+	// Both requests, and so both responders' work, on CPU 0.
+	pin_to_cpu(0);
+	ibv_wc wc{}, rwc{};
+	bool done, read_done, verify_first = false;
+	double read_secs = 0;
 	const auto start = std::chrono::steady_clock::now();
 	{
-		loop_connection link(addr, port);
+		loop_connection link(addr, port), link2(addr, port2.c_str());
 		link.connect(a, b);
+		link2.connect(c, e);
 		xiwdv_wr_ext ext{};
 		xiwdv_ext_verify(&ext, target->rkey, reinterpret_cast<std::uintptr_t>(region),
 				 static_cast<std::uint32_t>(len));
@@ -620,18 +640,42 @@ int run_long_verify(const char *addr, const char *port)
 		short_watchdog watchdog;
 		if (w.post(a))
 			xiw_test::die("ibv_post_send (Verify)");
-		done = xiw_test::poll_one(cq, wc, 600000);
+		std::this_thread::sleep_for(std::chrono::seconds(1));
+		xiw_test::one_sge_wr r(IBV_WR_RDMA_READ, &word_copy, sizeof(word_copy), dst->lkey);
+		r.wr.wr.rdma.remote_addr = reinterpret_cast<std::uintptr_t>(&word);
+		r.wr.wr.rdma.rkey = src->rkey;
+		const auto read_start = std::chrono::steady_clock::now();
+		if (r.post(c))
+			xiw_test::die("ibv_post_send (Read)");
+		read_done = xiw_test::poll_one(cq2, rwc, 600000);
+		read_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+							  read_start).count();
+		ibv_wc early{};
+		verify_first = ibv_poll_cq(cq, 1, &early) == 1;
+		done = verify_first ? (wc = early, true) : xiw_test::poll_one(cq, wc, 600000);
 	}
 	const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-	ibv_destroy_qp(a);
-	ibv_destroy_qp(b);
-	ibv_dereg_mr(out);
-	ibv_dereg_mr(target);
+	for (ibv_qp *q : {a, b, c, e})
+		ibv_destroy_qp(q);
+	for (ibv_mr *m : {out, src, dst, target})
+		ibv_dereg_mr(m);
 	ibv_destroy_cq(cq);
+	ibv_destroy_cq(cq2);
 	munmap(region, len);
 	if (!done || wc.status != IBV_WC_SUCCESS)
 		fail("the Verify of 512 MiB %s", done ? ibv_wc_status_str(wc.status) : "did not complete");
-	pass(strf("Verify (SHA-256) of 512 MiB answered in %.1f s", secs));
+	if (!read_done || rwc.status != IBV_WC_SUCCESS)
+		fail("the Read on the other connection %s",
+		     read_done ? ibv_wc_status_str(rwc.status) : "did not complete");
+	if (verify_first)
+		fail("the Verify was answered before the Read on the other connection "
+		     "(%.1f s): the case shows nothing", secs);
+	if (read_secs > std::chrono::duration<double>(read_limit).count())
+		fail("an 8-octet Read on another connection took %.1f s while the Verify ran",
+		     read_secs);
+	pass(strf("Verify (SHA-256) of 512 MiB answered in %.1f s; an 8-octet Read on another "
+		  "connection meanwhile in %.3f s",
+		  secs, read_secs));
 	return 0;
 }
 
