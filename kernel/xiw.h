@@ -592,6 +592,8 @@ int xiw_mr_walk_pages(struct xiw_mr *mr, u64 addr, size_t len,
 				void *arg),
 		      void *arg);
 bool xiw_mr_named(struct xiw_mr *mr, u32 stag);
+int xiw_mr_sendmsg(struct socket *sock, struct msghdr *msg,
+		   struct xiw_mr *const *held, u32 n);
 int xiw_mr_copy_from(struct xiw_mr *mr, u64 addr, void *dst, size_t len);
 int xiw_mr_copy_to(struct xiw_mr *mr, u64 addr, const void *src, size_t len);
 int xiw_mr_atomic(struct xiw_mr *mr, u64 addr, unsigned int aopcode,

@@ -275,6 +275,19 @@ static void xiw_cep_attach_sock(struct xiw_cep *cep, struct socket *sock,
 	write_unlock_bh(&sk->sk_callback_lock);
 }
 
+/* The QP no longer waits with @cep: it may connect or be accepted again. */
+static void xiw_cep_give_up_qp(struct xiw_cep *cep)
+{
+	struct xiw_qp *qp = cep->qp;
+
+	if (!qp)
+		return;
+	mutex_lock(&qp->state_lock);
+	if (qp->connecting == cep)
+		qp->connecting = NULL;
+	mutex_unlock(&qp->state_lock);
+}
+
 /*
  * Unbind the QP and release the socket: the end of the TCP connection.
  * Process context, cep->mutex held.
@@ -289,12 +302,7 @@ static void xiw_cep_release_sock(struct xiw_cep *cep, bool abortive)
 	if (qp && cep->bound)
 		xiw_qp_llp_unbind(qp);
 	cep->bound = false;
-	if (qp) {
-		mutex_lock(&qp->state_lock);
-		if (qp->connecting == cep)
-			qp->connecting = NULL;
-		mutex_unlock(&qp->state_lock);
-	}
+	xiw_cep_give_up_qp(cep);
 
 	if (sock) {
 		sk = sock->sk;
@@ -577,6 +585,8 @@ static void xiw_active_fail(struct xiw_cep *cep, int status, const void *pd,
 {
 	struct iw_cm_id *id = cep->cm_id;
 
+	/* Before the upcall, on which the consumer may reuse the QP. */
+	xiw_cep_give_up_qp(cep);
 	if (id)
 		xiw_cm_upcall(cep, id, IW_CM_EVENT_CONNECT_REPLY, status, pd,
 			      pd_len);

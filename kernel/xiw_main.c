@@ -311,9 +311,14 @@ static int __init xiw_init_module(void)
 	/*
 	 * Senders wait on sockets and locks, so not a tasklet.  Per-CPU
 	 * high-priority workers: a response is framed on the CPU that took
-	 * its request off the socket, without a cross-CPU wakeup.
+	 * its request off the socket, without a cross-CPU wakeup.  CPU
+	 * intensive: a worker that hashes or flushes gigabytes for a peer's
+	 * Verify or Flush yields, but never sleeps, and a CPU's pool starts
+	 * its next work item only when the running one sleeps, so every other
+	 * QP of that CPU would wait for it.
 	 */
-	xiw_wq = alloc_workqueue("xiw", WQ_HIGHPRI | WQ_MEM_RECLAIM,
+	xiw_wq = alloc_workqueue("xiw",
+				 WQ_HIGHPRI | WQ_CPU_INTENSIVE | WQ_MEM_RECLAIM,
 				 0);
 	if (!xiw_wq)
 		return -ENOMEM;

@@ -8,7 +8,9 @@
  * registration; it holds a reference on the MR while it does.
  * Deregistration never waits for the data path, which a peer could make
  * last forever: it invalidates the STag, so that every later access
- * fails, and the last reference frees the MR.
+ * fails, and the last reference frees the MR.  It waits only for the
+ * accesses under way, each one page's copy or one socket send (see
+ * xiw_mr_srcu), so that once it returns the pages are their owner's again.
  */
 #include <linux/atomic.h>
 #include <linux/crc32.h>
@@ -18,14 +20,26 @@
 #include <linux/highmem.h>
 #include <linux/libnvdimm.h>
 #include <linux/mm.h>
+#include <linux/net.h>
 #include <linux/random.h>
 #include <linux/shmem_fs.h>
 #include <linux/skbuff.h>
+#include <linux/srcu.h>
 #include <crypto/hash.h>
 
 #include <xiw/atomic_ops.h>
 
 #include "xiw.h"
+
+/*
+ * Each access to a registration's pages is a read section of xiw_mr_srcu
+ * that begins by checking the STag is still valid: one page-bounded piece
+ * of a walk, or one send of attached pages, which TCP copies during the
+ * call.  xiw_mr_remove() waits for the sections under way when the data
+ * path holds the MR, so that nothing it does reaches the pages after
+ * ibv_dereg_mr() returned.  Sections never wait for a peer.
+ */
+DEFINE_STATIC_SRCU(xiw_mr_srcu);
 
 static int xiw_mr_insert(struct xiw_device *xdev, struct xiw_mr *mr)
 {
@@ -90,6 +104,14 @@ static void xiw_mr_remove(struct xiw_device *xdev, struct xiw_mr *mr)
 	write_lock_bh(&mr->use_lock);
 	WRITE_ONCE(mr->stag_valid, false);
 	write_unlock_bh(&mr->use_lock);
+	/*
+	 * Pairs with the barrier in xiw_mr_get_region(): either a lookup
+	 * racing with us sees the STag invalid, or we see its reference and
+	 * wait for its accesses under way.
+	 */
+	smp_mb();
+	if (refcount_read(&mr->refs) > 1)
+		synchronize_srcu(&xiw_mr_srcu);
 	atomic_dec(&xdev->num_mr);
 	xiw_mr_put(mr);
 }
@@ -116,6 +138,8 @@ struct xiw_mr *xiw_mr_get_region(struct xiw_device *xdev, struct ib_pd *pd,
 		return NULL;
 	}
 	rcu_read_unlock();
+	/* Pairs with the barrier in xiw_mr_remove(). */
+	smp_mb__after_atomic();
 	/*
 	 * Again with the reference held: before it was taken, the STag may
 	 * have been invalidated and its MR registered anew (map_mr_sg and
@@ -214,16 +238,30 @@ int xiw_mr_walk_pages(struct xiw_mr *mr, u64 addr, size_t len,
 }
 
 struct xiw_mapped_walk {
+	struct xiw_mr *mr;
 	int (*fn)(void *kaddr, size_t n, void *arg);
 	void *arg;
 };
+
+/* One access (see xiw_mr_srcu): @fn on @n bytes at @kaddr of @mr. */
+static int xiw_mr_access(struct xiw_mr *mr, void *kaddr, size_t n,
+			 int (*fn)(void *kaddr, size_t n, void *arg),
+			 void *arg)
+{
+	int idx = srcu_read_lock(&xiw_mr_srcu);
+	int err = READ_ONCE(mr->stag_valid) ? fn(kaddr, n, arg) : -EFAULT;
+
+	srcu_read_unlock(&xiw_mr_srcu, idx);
+	return err;
+}
 
 static int xiw_piece_map(struct page *page, size_t offset, size_t n,
 			 void *arg)
 {
 	struct xiw_mapped_walk *walk = arg;
 	void *map = kmap_local_page(page);
-	int err = walk->fn(map + offset, n, walk->arg);
+	int err = xiw_mr_access(walk->mr, map + offset, n, walk->fn,
+				walk->arg);
 
 	kunmap_local(map);
 	return err;
@@ -233,13 +271,32 @@ static int xiw_mr_walk_mapped(struct xiw_mr *mr, u64 addr, size_t len,
 			      int (*fn)(void *kaddr, size_t n, void *arg),
 			      void *arg)
 {
-	struct xiw_mapped_walk walk = { .fn = fn, .arg = arg };
+	struct xiw_mapped_walk walk = { .mr = mr, .fn = fn, .arg = arg };
 
-	if (!READ_ONCE(mr->stag_valid))
-		return -EFAULT;
 	if (!mr->pages)
-		return fn((void *)(uintptr_t)addr, len, arg);
+		return xiw_mr_access(mr, (void *)(uintptr_t)addr, len, fn, arg);
 	return xiw_mr_walk_pages(mr, addr, len, xiw_piece_map, &walk);
+}
+
+/*
+ * Sends @msg, whose pages are in part those of the @n registrations in
+ * @held, as one access to all of them: -EFAULT, nothing sent, if one was
+ * deregistered since it was framed.
+ */
+int xiw_mr_sendmsg(struct socket *sock, struct msghdr *msg,
+		   struct xiw_mr *const *held, u32 n)
+{
+	int idx = srcu_read_lock(&xiw_mr_srcu);
+	int rv = 0;
+	u32 i;
+
+	for (i = 0; i < n && !rv; i++)
+		if (!READ_ONCE(held[i]->stag_valid))
+			rv = -EFAULT;
+	if (!rv)
+		rv = sock_sendmsg(sock, msg);
+	srcu_read_unlock(&xiw_mr_srcu, idx);
+	return rv;
 }
 
 /*
@@ -518,8 +575,12 @@ struct ib_mr *xiw_get_dma_mr(struct ib_pd *ibpd, int access)
 	return &mr->ibmr;
 }
 
-/* The xiw rights of a registration request, before anything is pinned. */
-static int xiw_mr_check_ext_access(const struct xiw_ureq_reg_mr *req)
+/*
+ * The xiw rights of a registration request with verbs rights @access,
+ * before anything is pinned.
+ */
+static int xiw_mr_check_ext_access(const struct xiw_ureq_reg_mr *req,
+				   int access)
 {
 	const u32 known = XIW_ACCESS_FLUSH_GLOBAL | XIW_ACCESS_FLUSH_PERSISTENT |
 			  XIW_ACCESS_VERIFY;
@@ -530,6 +591,13 @@ static int xiw_mr_check_ext_access(const struct xiw_ureq_reg_mr *req)
 		return -EINVAL;
 	/* A Verify right names exactly one algorithm. */
 	if (verify != hash || req->verify_hash > XIW_VERIFY_SHA256)
+		return -EINVAL;
+	/*
+	 * The hash of a range the peer chooses, down to one octet, tells it
+	 * the contents: Verify is a way to read (draft-talpey §6 lets the
+	 * platform require the read right with it).
+	 */
+	if (verify && !(access & IB_ACCESS_REMOTE_READ))
 		return -EINVAL;
 	return 0;
 }
@@ -618,7 +686,7 @@ struct ib_mr *xiw_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	}
 	/* Where the kernel passes them, the Flush rights come as access flags. */
 	req.ext_access |= xiw_compat_flush_access(access);
-	err = xiw_mr_check_ext_access(&req);
+	err = xiw_mr_check_ext_access(&req, access);
 	if (err)
 		return ERR_PTR(err);
 

@@ -1038,7 +1038,9 @@ static int xiw_tx_frame_terminate(struct xiw_qp *qp)
 
 /*
  * Hands what is framed to TCP, which copies it.  Returns 0 when all of it
- * went, -EAGAIN when TCP is full (write space will call again), another
+ * went, -EAGAIN when TCP is full (write space will call again), -EFAULT if
+ * a registration it points into was deregistered while it waited (the
+ * rest is never sent: it would carry what the pages hold since), another
  * error if the stream is broken.
  */
 static int xiw_tx_push(struct xiw_qp *qp)
@@ -1061,7 +1063,7 @@ static int xiw_tx_push(struct xiw_qp *qp)
 		iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, tx->vec, tx->nvec,
 			      tx->out_len);
 		iov_iter_advance(&msg.msg_iter, tx->out_sent);
-		rv = sock_sendmsg(qp->sock, &msg);
+		rv = xiw_mr_sendmsg(qp->sock, &msg, tx->held, tx->nheld);
 		if (rv < 0)
 			return rv;
 		tx->out_sent += rv;

@@ -116,7 +116,8 @@ static inline uint32_t xiwdv_query_caps(struct ibv_context *ctx)
  * values of rdma-core >= 45's IBV_ACCESS_FLUSH_GLOBAL/_PERSISTENT.  A
  * region with FLUSH_PERSISTENT must lie in one shared mapping of a file
  * (ibv_reg_mr() fails with EOPNOTSUPP on anonymous memory); a Verify right
- * names the hash algorithm (at most one).
+ * names the hash algorithm (at most one) and needs IBV_ACCESS_REMOTE_READ
+ * (EINVAL without it): hashes of ranges the peer chooses reveal the data.
  */
 #define XIWDV_ACCESS_FLUSH_GLOBAL (1 << 8)
 #define XIWDV_ACCESS_FLUSH_PERSISTENT (1 << 9)
