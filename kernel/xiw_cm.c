@@ -232,15 +232,24 @@ static void xiw_cm_sk_state_change(struct sock *sk)
 static void xiw_cm_sk_data_ready(struct sock *sk)
 {
 	void (*orig)(struct sock *sk) = NULL;
+	struct socket *listen_sock;
 	struct xiw_cep *cep;
 
 	read_lock_bh(&sk->sk_callback_lock);
 	cep = sk->sk_user_data;
 	if (cep) {
 		orig = cep->orig_data_ready;
+		/*
+		 * On an accepted socket that still carries its listener's
+		 * callbacks, the listener may be releasing its own socket
+		 * under another sk_callback_lock: read it once.  The struct
+		 * socket is freed after an RCU grace period, which this
+		 * BH-disabled section holds off.
+		 */
+		listen_sock = READ_ONCE(cep->sock);
 		if (!cep->listening)
 			xiw_cep_queue(cep, XIW_EV_DATA);
-		else if (cep->sock && cep->sock->sk == sk)
+		else if (listen_sock && READ_ONCE(listen_sock->sk) == sk)
 			xiw_cep_queue(cep, XIW_EV_ACCEPT);
 	}
 	read_unlock_bh(&sk->sk_callback_lock);
@@ -312,7 +321,7 @@ static void xiw_cep_release_sock(struct xiw_cep *cep, bool abortive)
 		sk->sk_data_ready = cep->orig_data_ready;
 		sk->sk_write_space = cep->orig_write_space;
 		WRITE_ONCE(cep->qp, NULL);
-		cep->sock = NULL;
+		WRITE_ONCE(cep->sock, NULL);
 		write_unlock_bh(&sk->sk_callback_lock);
 		/* Not the last reference: the caller holds one. */
 		xiw_cep_put(cep);
