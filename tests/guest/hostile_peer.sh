@@ -22,7 +22,9 @@
 # the registered pages after the FetchAdd had changed them).  And
 # read_after_dereg: once ibv_dereg_mr() of a region returned, what its
 # pages hold is never sent, even by a Read Response that waited for TCP
-# (was: what was framed from them went on to TCP, written since).
+# (was: what was framed from them went on to TCP, written since); and
+# dereg_after_read: deregistering a region a Read is done with must not
+# end the stream while a later Send still waits for TCP.
 # Then frmr_read_after_invalidate against a kernel ULP
 # (tests/kmod/xiw_frmr_victim.ko on host b): a Read Response held back by
 # a full TCP send buffer must not go on from pages its ULP got back by the
@@ -91,6 +93,21 @@ server_start "$ordered_log" "$inject" listen
 client_cases "$ordered_log" 60 "$held_cases" "$inject"
 echo 1 >"$params/mpa_crc"
 expect_lines "$ordered_log" '^wire_inject server: %s: 0 bytes changed, .*: ok$' "$held_cases"
+[ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
+
+case_begin "a region deregistered once read, while a Send framed after it waits for TCP (no MPA CRC)"
+# TCP buffers of 4 KiB on the listener's side: most of what xiw frames
+# behind the Read Response waits in xiw, not in TCP.
+dereg_log=$XIW_OUT/hostile-peer-dereg.log
+wmem=$(on b sysctl -n net.ipv4.tcp_wmem)
+on b sysctl -qw net.ipv4.tcp_wmem="4096 4096 4096"
+echo 0 >"$params/mpa_crc"
+server_start "$dereg_log" "$inject" listen
+client_cases "$dereg_log" 60 dereg_after_read "$inject"
+echo 1 >"$params/mpa_crc"
+on b sysctl -qw net.ipv4.tcp_wmem="$wmem"
+expect_lines "$dereg_log" '^wire_inject server: %s: 0 bytes changed, 1 receives completed: ok$' \
+	dereg_after_read
 [ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
 
 case_begin "RDMA Read after the kernel consumer invalidated its region"

@@ -105,6 +105,19 @@
 //                     (regression: what was framed from the registered
 //                     pages went on to TCP from them after
 //                     ibv_dereg_mr() returned)
+//   dereg_after_read  no MPA CRC either way: the listener posts a Send of
+//                     64 KiB and one of 512 KiB, which wait behind a full
+//                     TCP send buffer (the script sets tcp_wmem to 4 KiB);
+//                     1 s later an RDMA Read Request of the 4 KiB buffer,
+//                     whose Read Response goes between the two Sends; all
+//                     is read up to the Read Response's end, then a Send
+//                     of 16 octets tells the listener to deregister the
+//                     buffer, which the Read is done with; 2 s later the
+//                     rest is read: the second Send must arrive whole and
+//                     both complete at the listener (regression: the
+//                     deregistration aborted the stream, as the buffer was
+//                     still counted among what the unsent part of the
+//                     second Send's batch was framed from)
 //   quit              MPA only; ends the listener
 // and prints "wire_inject CASE: terminate layer L type T code C: ok".
 // None of these asks for MPA markers, and each fails if the Reply does.
@@ -252,18 +265,25 @@ constexpr std::size_t stalled_write_sent = 8;
 // buffers on its way.
 constexpr std::size_t ordered_buf_size = 1 << 20;
 
+// dereg_after_read: the listener's two Sends, the first holding back the
+// second and the Read Response behind it.
+constexpr std::size_t held_send_len = 64 * 1024;
+constexpr std::size_t after_send_len = 512 * 1024;
+
 // The cases whose Read Response must wait behind a full TCP send buffer,
 // with no MPA CRC (only then does xiw send it from the registered pages
 // themselves: it copies what the CRC is computed over).
 bool read_held_case(const std::string &which)
 {
-	return which == "read_before_atomic" || which == "read_after_dereg";
+	return which == "read_before_atomic" || which == "read_after_dereg" ||
+	       which == "dereg_after_read";
 }
 
 // The listener's registered buffer for CASE.
 std::size_t buffer_octets(const std::string &which)
 {
-	return read_held_case(which) ? ordered_buf_size : buf_size;
+	return which == "read_before_atomic" || which == "read_after_dereg" ? ordered_buf_size
+									      : buf_size;
 }
 
 // Where in the buffer CASE's one good FetchAdd or Atomic Write goes.
@@ -278,7 +298,8 @@ std::size_t received_octets(const std::string &which)
 {
 	if (marker_good_case(which))
 		return recv_len;
-	return which == "send_mo_after_message" ? first_send_len : 0;
+	return which == "send_mo_after_message" || which == "dereg_after_read" ? first_send_len
+									      : 0;
 }
 
 // Octets at the start of the buffer that CASE writes (to pattern2).
@@ -303,6 +324,71 @@ bool dereg_returns(ibv_mr *mr, std::thread &deregister)
 	if (result.wait_for(std::chrono::seconds(5)) != std::future_status::ready)
 		return false;
 	return result.get() == 0;
+}
+
+// dereg_after_read: the source of the listener's two Sends.
+struct send_source {
+	std::vector<u8> buf;
+	ibv_mr *mr = nullptr;
+	~send_source()
+	{
+		if (mr)
+			ibv_dereg_mr(mr);
+	}
+
+	// Posts the two Sends of held_send_len and after_send_len octets.
+	void post(rdma_cm_id *id)
+	{
+		buf.resize(held_send_len + after_send_len);
+		for (std::size_t i = 0; i < buf.size(); i++)
+			buf[i] = send_pattern(i);
+		mr = ibv_reg_mr(id->pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
+		if (!mr)
+			die("ibv_reg_mr (the Sends)");
+		if (rdma_post_send(id, nullptr, buf.data(), held_send_len, mr, IBV_SEND_SIGNALED) ||
+		    rdma_post_send(id, nullptr, buf.data() + held_send_len, after_send_len, mr,
+				   IBV_SEND_SIGNALED))
+			die("rdma_post_send");
+	}
+
+	// After the peer went: both Sends completed; else why not.
+	std::string completions(rdma_cm_id *id) const
+	{
+		ibv_wc wc[2]{};
+		int n = 0;
+		for (int tries = 0; n < 2 && tries < 100; tries++) {
+			const int k = ibv_poll_cq(id->send_cq, 2 - n, wc + n);
+			if (k < 0)
+				return "ibv_poll_cq failed";
+			n += k;
+			if (n < 2)
+				std::this_thread::sleep_for(std::chrono::milliseconds(10));
+		}
+		for (int i = 0; i < n; i++)
+			if (wc[i].status != IBV_WC_SUCCESS)
+				return xiw_test::strf("Send %d completed with %s", i + 1,
+						      ibv_wc_status_str(wc[i].status));
+		return n == 2 ? "" : xiw_test::strf("%d of the 2 Sends completed", n);
+	}
+};
+
+// dereg_after_read: posts the Sends, waits (30 s at most) for the peer's
+// Send saying it has the whole Read Response, then deregisters MR, which
+// the Read was of.  Counts that Send in SIGNALLED; says what went wrong.
+std::string dereg_on_signal(rdma_cm_id *id, ibv_mr *mr, send_source &sends,
+			    std::size_t &signalled)
+{
+	sends.post(id);
+	ibv_wc wc{};
+	if (!xiw_test::poll_one(id->recv_cq, wc, 30000))
+		return "no Send from the peer within 30 s";
+	if (wc.status != IBV_WC_SUCCESS || wc.byte_len != first_send_len)
+		return xiw_test::strf("the peer's Send completed with %s, %u octets",
+				      ibv_wc_status_str(wc.status), wc.byte_len);
+	signalled = 1;
+	if (ibv_dereg_mr(mr))
+		die("ibv_dereg_mr");
+	return "";
 }
 
 // =============================================================================
@@ -363,6 +449,10 @@ int run_listener(const char *addr, const char *port)
 		p.private_data_len = sizeof(t);
 		bool ok = true;
 		bool mr_gone = false;
+		// dereg_after_read: the Sends' source and what their
+		// completions and the signal's said.
+		send_source sends;
+		std::size_t signalled = 0;
 		std::thread deregister;
 		std::string why;
 		if (rdma_accept(id, &p)) {
@@ -382,6 +472,14 @@ int run_listener(const char *addr, const char *port)
 				if (!dereg_returns(mr, deregister)) {
 					ok = false;
 					why = "ibv_dereg_mr() blocked by a half-received Write";
+				}
+			}
+			if (which == "dereg_after_read") {
+				std::string err = dereg_on_signal(id, mr, sends, signalled);
+				mr_gone = true;
+				if (!err.empty()) {
+					ok = false;
+					why = err;
 				}
 			}
 			if (which == "read_after_dereg") {
@@ -426,10 +524,10 @@ int run_listener(const char *addr, const char *port)
 		}
 		for (std::size_t i = 0; i < recv_len; i++)
 			changed += rbuf[i] != (i < delivered ? send_pattern(i) : recv_fill);
-		std::size_t received = 0;
+		std::size_t received = signalled;
 		ibv_wc wc{};
 		while (ibv_poll_cq(id->recv_cq, 1, &wc) == 1) {
-			if (wc.status != IBV_WC_SUCCESS)
+			if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV)
 				continue;
 			received++;
 			if (wc.byte_len != delivered) {
@@ -440,6 +538,10 @@ int run_listener(const char *addr, const char *port)
 		}
 		if (changed || received != (delivered ? 1 : 0))
 			ok = false;
+		if (sends.mr && ok) {
+			why = sends.completions(id);
+			ok = why.empty();
+		}
 		std::printf("wire_inject server: %s: %zu bytes changed, %zu receives completed: %s%s%s\n",
 			    which.c_str(), changed, received, ok ? "ok" : "FAIL",
 			    why.empty() ? "" : ": ", why.c_str());
@@ -1005,6 +1107,77 @@ int run_read_after_dereg(int fd, const inject_target &t, mpa_dir &tx)
 	return 0;
 }
 
+// One Send message from RX's stream on FD (untagged, QN 0, up to the
+// segment with L), its payload; fails on anything else.
+std::vector<u8> read_send_message(int fd, mpa_dir &rx, const char *what)
+{
+	std::vector<u8> got;
+	for (;;) {
+		const std::vector<u8> f = read_fpdu(fd, rx);
+		if (f.empty())
+			fail("the connection ended after %zu octets of %s", got.size(), what);
+		xiw_ctrl c{};
+		if (f.size() < sizeof(xiw_ddp_untagged_hdr))
+			fail("an FPDU of %zu octets in %s", f.size(), what);
+		std::memcpy(&c, f.data(), sizeof(c));
+		if (xiw_rdmap_opcode(c.rdmap_ctrl) == XIW_OP_TERMINATE && f.size() >= term_fixed)
+			fail("%s after %zu octets of %s", terminate_text(f).c_str(), got.size(),
+			     what);
+		if (xiw_ddp_tagged(c.ddp_ctrl) || xiw_rdmap_opcode(c.rdmap_ctrl) != XIW_OP_SEND)
+			fail("an FPDU with RDMAP control 0x%02x in %s", c.rdmap_ctrl, what);
+		got.insert(got.end(), f.begin() + sizeof(xiw_ddp_untagged_hdr), f.end());
+		if (xiw_ddp_last(c.ddp_ctrl))
+			return got;
+	}
+}
+
+// dereg_after_read after the MPA exchange (no CRC, no markers): 1 s for
+// the listener's Sends to fill TCP, the Read Request, then the first Send
+// and the Read Response read; the Send telling the listener to
+// deregister, 2 s, and the second Send read.
+int run_dereg_after_read(int fd, const inject_target &t, mpa_dir &tx, mpa_dir &rx)
+{
+	std::this_thread::sleep_for(std::chrono::seconds(1));
+	const std::vector<u8> rh = read_request(t, t.len);
+	std::vector<u8> fr = frame_fpdu(tx, rh.data(), rh.size());
+	send_all(fd, fr.data(), fr.size());
+	std::this_thread::sleep_for(std::chrono::seconds(1));
+
+	std::size_t wrong = 0;
+	const std::vector<u8> first = read_send_message(fd, rx, "the first Send");
+	for (std::size_t i = 0; i < first.size(); i++)
+		wrong += first[i] != send_pattern(i);
+	const std::vector<u8> read = read_response(fd, rx, t.len);
+	for (std::size_t i = 0; i < read.size(); i++)
+		wrong += read[i] != pattern(i);
+
+	xiw_ddp_untagged_hdr h{};
+	xiw_ctrl_set(&h.ctrl, XIW_DDP_UNTAGGED_HLEN + first_send_len, 0, 1, XIW_RDMAP_RV1,
+		     XIW_OP_SEND);
+	xiw_untagged_set(&h, 0, XIW_QN_SEND, 1, 0);
+	std::vector<u8> seg = bytes_of(h);
+	for (std::size_t i = 0; i < first_send_len; i++)
+		seg.push_back(send_pattern(i));
+	fr = frame_fpdu(tx, seg.data(), seg.size());
+	send_all(fd, fr.data(), fr.size());
+	std::this_thread::sleep_for(std::chrono::seconds(2));
+
+	const std::vector<u8> second = read_send_message(fd, rx, "the second Send");
+	for (std::size_t i = 0; i < second.size(); i++)
+		wrong += second[i] != send_pattern(held_send_len + i);
+	close(fd);
+	std::printf("wire_inject dereg_after_read: Sends of %zu and %zu octets around a Read "
+		    "Response of %zu, the region deregistered between them; %zu octets unlike "
+		    "what was sent",
+		    first.size(), second.size(), read.size(), wrong);
+	if (wrong || first.size() != held_send_len || second.size() != after_send_len) {
+		std::printf(": FAIL\n");
+		return 1;
+	}
+	std::printf(": ok\n");
+	return 0;
+}
+
 // kernel_ext_unnegotiated after the MPA exchange: 3 s in which nothing may
 // arrive.
 int run_kernel_ext_unnegotiated(int fd, mpa_dir &rx)
@@ -1240,6 +1413,8 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 		return run_frmr_read_after_invalidate(fd, t, tx);
 	} else if (which == "read_after_dereg") {
 		return run_read_after_dereg(fd, t, tx);
+	} else if (which == "dereg_after_read") {
+		return run_dereg_after_read(fd, t, tx, rx);
 	} else if (which == "bad_marker") {
 		// The first FPDU starts at P=0, so it has a leading marker,
 		// whose FPDUPTR must be 0 (RFC 5044 §4.3).  4 is wrong with
