@@ -252,6 +252,7 @@ struct xiw_qp_tx {
 	size_t out_len;			/* bytes in vec */
 	size_t out_sent;		/* of those, taken by TCP */
 	struct xiw_mr **held;		/* referenced for the attached pages */
+	size_t *held_end;		/* where in vec each one's pages end */
 	u32 nheld;
 	u8 *fpdu;			/* being framed, in buf */
 	u32 fpdu_attached;		/* its payload bytes not in buf */

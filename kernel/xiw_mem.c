@@ -111,7 +111,7 @@ static void xiw_mr_remove(struct xiw_device *xdev, struct xiw_mr *mr)
 	 */
 	smp_mb();
 	if (refcount_read(&mr->refs) > 1)
-		synchronize_srcu(&xiw_mr_srcu);
+		synchronize_srcu_expedited(&xiw_mr_srcu);
 	atomic_dec(&xdev->num_mr);
 	xiw_mr_put(mr);
 }

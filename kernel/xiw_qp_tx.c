@@ -218,15 +218,11 @@ static void *xiw_tx_frame_begin(struct xiw_qp *qp, u32 hdr_size, u32 copied,
 	return tx->fpdu;
 }
 
+/* Attached pages are never read here: with a CRC, payloads are copied. */
 static int xiw_tx_attach_piece(struct page *page, size_t off, size_t n,
 			       void *arg)
 {
-	struct xiw_qp *qp = arg;
-	void *map = qp->conn.crc ? kmap_local_page(page) : NULL;
-
-	xiw_tx_emit(qp, page, off, n, map ? map + off : NULL);
-	if (map)
-		kunmap_local(map);
+	xiw_tx_emit(arg, page, off, n, NULL);
 	return 0;
 }
 
@@ -250,6 +246,7 @@ static void xiw_tx_frame_attach(struct xiw_qp *qp, u8 *at, struct xiw_mr *mr,
 		tx->held[tx->nheld++] = mr;
 	}
 	xiw_mr_walk_pages(mr, addr, len, xiw_tx_attach_piece, qp);
+	tx->held_end[tx->nheld - 1] = tx->out_len;
 	tx->fpdu_attached += len;
 }
 
@@ -1046,6 +1043,7 @@ static int xiw_tx_frame_terminate(struct xiw_qp *qp)
 static int xiw_tx_push(struct xiw_qp *qp)
 {
 	struct xiw_qp_tx *tx = &qp->tx;
+	u32 unsent = 0;
 
 	if (tx->out_sent == tx->out_len)
 		goto sent;
@@ -1063,7 +1061,16 @@ static int xiw_tx_push(struct xiw_qp *qp)
 		iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, tx->vec, tx->nvec,
 			      tx->out_len);
 		iov_iter_advance(&msg.msg_iter, tx->out_sent);
-		rv = xiw_mr_sendmsg(qp->sock, &msg, tx->held, tx->nheld);
+		/*
+		 * Only the registrations with bytes still to go must be
+		 * registered still: one whose part TCP took may be
+		 * deregistered by now (a Read completed at the peer).
+		 */
+		while (unsent < tx->nheld &&
+		       tx->held_end[unsent] <= tx->out_sent)
+			unsent++;
+		rv = xiw_mr_sendmsg(qp->sock, &msg, tx->held + unsent,
+				    tx->nheld - unsent);
 		if (rv < 0)
 			return rv;
 		tx->out_sent += rv;
@@ -1306,8 +1313,8 @@ static bool xiw_tx_run(struct xiw_qp *qp)
 		}
 		/*
 		 * A peer that reads as fast as a consumer posts keeps this
-		 * going: past its budget the QP waits for its next turn on
-		 * the worker, behind the other QPs of this CPU.
+		 * going: past its budget the QP queues its work again and
+		 * lets the other QPs' work of this CPU run.
 		 */
 		if (++pushes > XIW_TX_BUDGET) {
 			xiw_qp_tx_kick(qp);
@@ -1487,9 +1494,12 @@ int xiw_qp_tx_init(struct xiw_qp *qp)
 	tx->buf = kmalloc(XIW_TX_BUF_SIZE, GFP_KERNEL_ACCOUNT);
 	tx->vec = kcalloc(XIW_TX_VECS, sizeof(*tx->vec), GFP_KERNEL_ACCOUNT);
 	tx->held = kcalloc(XIW_TX_VECS, sizeof(*tx->held), GFP_KERNEL_ACCOUNT);
+	tx->held_end = kcalloc(XIW_TX_VECS, sizeof(*tx->held_end),
+			       GFP_KERNEL_ACCOUNT);
 	tx->markers = kcalloc(XIW_TX_MARKERS, sizeof(*tx->markers),
 			      GFP_KERNEL_ACCOUNT);
-	if (!tx->irq || !tx->buf || !tx->vec || !tx->held || !tx->markers) {
+	if (!tx->irq || !tx->buf || !tx->vec || !tx->held || !tx->held_end ||
+	    !tx->markers) {
 		xiw_qp_tx_destroy(qp);
 		return -ENOMEM;
 	}
@@ -1550,11 +1560,13 @@ void xiw_qp_tx_destroy(struct xiw_qp *qp)
 	kfree(tx->buf);
 	kfree(tx->vec);
 	kfree(tx->held);
+	kfree(tx->held_end);
 	kfree(tx->markers);
 	tx->wqes = NULL;
 	tx->irq = NULL;
 	tx->buf = NULL;
 	tx->vec = NULL;
 	tx->held = NULL;
+	tx->held_end = NULL;
 	tx->markers = NULL;
 }
