@@ -36,42 +36,6 @@ seed=()
 [ -z "${XIW_FUZZ_SEED:-}" ] || seed=(--seed "$XIW_FUZZ_SEED")
 failed=
 
-# run_pair NAME VICTIM_ARGS -- FUZZ_ARGS: the victim and the fuzzer side by
-# side; the victim is started first unless it is the client.
-run_pair() {
-	local name=$1 vlog=$XIW_OUT/fuzz-$1-victim.log flog=$XIW_OUT/fuzz-$1.log
-	case_begin "$name"
-	local -a vargs=() fargs=()
-	shift
-	while [ "$1" != -- ]; do
-		vargs+=("$1")
-		shift
-	done
-	shift
-	fargs=("$@")
-	local vpid frc=0 vrc=0
-	# A side that does not start listening: the other one fails.
-	if [ "${vargs[0]}" = listen ]; then
-		timeout 1500 "$victim" "${vargs[@]}" >"$vlog" 2>&1 &
-		vpid=$!
-		wait_listening "$vlog" || true
-		timeout 1200 "$fuzz" "${fargs[@]}" >"$flog" 2>&1 || frc=$?
-	else
-		timeout 1200 "$fuzz" "${fargs[@]}" >"$flog" 2>&1 &
-		local fpid=$!
-		wait_listening "$flog" || true
-		timeout 1500 "$victim" "${vargs[@]}" >"$vlog" 2>&1 &
-		vpid=$!
-		wait "$fpid" || frc=$?
-	fi
-	fuzz_end_victim "$vpid" vrc "$name"
-	grep -E '^fuzz: (seed|flood|ANOMALY|the victim)' "$flog" || true
-	sed -n '/^== fuzz summary/,$p' "$flog" | grep -vE '^[0-9a-z:]+ +[0-9. ]+$' || true
-	grep -E 'FAIL|HANG|FATAL|^victim summary' "$vlog" || true
-	fuzz_failures "$name-" "$frc" "$vrc" "$vlog"
-	return 0
-}
-
 run_pair handshake listen "$addr" 7950 --conn-seconds 60 --hang-seconds 20 -- \
 	handshake --addr "$addr" --port 7950 --cases "$cases" --flood "$flood" --quit \
 	--progress "$XIW_OUT/fuzz-progress.txt" --kmsg "${seed[@]}"

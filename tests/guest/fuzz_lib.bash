@@ -49,3 +49,41 @@ fuzz_failures() {
 	! grep -q 'HANG' "$4" || failed="$failed ${p}victim-hang"
 	! grep -q ': FAIL' "$4" || failed="$failed ${p}victim-checks"
 }
+
+# run_pair NAME VICTIM_ARGS -- FUZZ_ARGS: $victim and $fuzz (the caller's
+# copies from fuzz_programs) side by side; the victim is started first
+# unless it is the client.  Adds what went wrong, each word with NAME-, to
+# $failed.
+run_pair() {
+	local name=$1 vlog=$XIW_OUT/fuzz-$1-victim.log flog=$XIW_OUT/fuzz-$1.log
+	case_begin "$name"
+	local -a vargs=() fargs=()
+	shift
+	while [ "$1" != -- ]; do
+		vargs+=("$1")
+		shift
+	done
+	shift
+	fargs=("$@")
+	local vpid frc=0 vrc=0
+	# A side that does not start listening: the other one fails.
+	if [ "${vargs[0]}" = listen ]; then
+		timeout 1500 "${victim:?}" "${vargs[@]}" >"$vlog" 2>&1 &
+		vpid=$!
+		wait_listening "$vlog" || true
+		timeout 1200 "${fuzz:?}" "${fargs[@]}" >"$flog" 2>&1 || frc=$?
+	else
+		timeout 1200 "${fuzz:?}" "${fargs[@]}" >"$flog" 2>&1 &
+		local fpid=$!
+		wait_listening "$flog" || true
+		timeout 1500 "${victim:?}" "${vargs[@]}" >"$vlog" 2>&1 &
+		vpid=$!
+		wait "$fpid" || frc=$?
+	fi
+	fuzz_end_victim "$vpid" vrc "$name"
+	grep -E '^fuzz: (seed|flood|ANOMALY|the victim)' "$flog" || true
+	sed -n '/^== fuzz summary/,$p' "$flog" | grep -vE '^[0-9a-z:]+ +[0-9. ]+$' || true
+	grep -E 'FAIL|HANG|FATAL|^victim summary' "$vlog" || true
+	fuzz_failures "$name-" "$frc" "$vrc" "$vlog"
+	return 0
+}

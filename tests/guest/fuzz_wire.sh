@@ -10,9 +10,11 @@
 # crashes), then generated cases from one random seed (printed; replay with
 # XIW_FUZZ_SEED) until XIW_FUZZ_FRAMES frames (default 20000) or
 # XIW_FUZZ_SECONDS seconds (default 420, times XIW_TIME_FACTOR; fewer
-# frames than asked for fail).  A long run is the same script
-# with bigger numbers (e.g. XIW_FUZZ_FRAMES=200000 XIW_FUZZ_SECONDS=3000 and
-# scripts/guest --timeout 3600).  XIW_FUZZ_SKIP=name,name leaves seed files
+# frames than asked for fail).  With XIW_FUZZ_CONNS, then the other
+# direction: xiw connects that many times to a hostile MPA responder
+# (xiw_fuzz respond, as in fuzz_handshake.sh).  A long run is the same
+# script with bigger numbers (long.fuzz_wire: XIW_FUZZ_FRAMES=200000
+# XIW_FUZZ_SECONDS=3000 XIW_FUZZ_CONNS=600, scripts/guest --timeout 3600).  XIW_FUZZ_SKIP=name,name leaves seed files
 # out (e.g. a known crash while looking for others).
 # Fails if the victim saw a canary or a region without the right changed,
 # a work completion it cannot explain, or a hang (its watchdog), if the
@@ -83,6 +85,22 @@ if [ -z "$sent" ]; then
 	failed="$failed no-summary"
 elif [ "$sent" -lt "$frames" ]; then
 	failed="$failed only-$sent-of-$frames-frames-in-${seconds}s"
+fi
+
+# The other direction in the same boot (XIW_FUZZ_CONNS, the long run):
+# xiw connects to xiw_fuzz respond, a hostile MPA responder (as in
+# fuzz_handshake.sh), that many times.
+conns=${XIW_FUZZ_CONNS:-0}
+if ((conns > 0)); then
+	seed=()
+	[ -z "${XIW_FUZZ_SEED:-}" ] || seed=(--seed "$XIW_FUZZ_SEED")
+	run_pair respond client "$addr" 7960 "$conns" --conn-seconds 30 --hang-seconds 20 -- \
+		respond --addr "$addr" --port 7960 --cases "$conns" \
+		--progress "$XIW_OUT/fuzz-progress.txt" --kmsg "${seed[@]}"
+	back=$(sed -n 's/^== fuzz summary: \([0-9]*\) frames.*/\1/p' "$XIW_OUT/fuzz-respond.log")
+	[ -n "$back" ] || failed="$failed respond-no-summary"
+	echo "fuzz wire: both directions in this boot: ${sent:-0} frames to xiw's listener," \
+		"${back:-0} to xiw's connections, $((${sent:-0} + ${back:-0})) in all"
 fi
 if [ -n "$failed" ]; then
 	echo "FAIL:$failed (logs: $flog $vlog; cases: $XIW_OUT/fuzz-progress.txt)"

@@ -11,7 +11,8 @@
 # pending connect and an accept at once, another process's QP named in
 # rdma_connect, kernel memory charged to the memory cgroup and queues to
 # RLIMIT_MEMLOCK, posting after the device went away, Writes into a region
-# its owner rewrites meanwhile, a peer's Verify of 512 MiB with the soft
+# its owner rewrites meanwhile, every QP state transition with
+# ibv_query_qp after each, a peer's Verify of 512 MiB with the soft
 # lockup detector at 2 s.  Each case is a regression test of the
 # hostile-users review; the harness adds the kernel log (a soft lockup or
 # an oops fail the run).
@@ -21,10 +22,13 @@ source "$(dirname "$0")/case_lib.bash"
 
 bin=${XIW_BUILD_DIR:?set by scripts/guest}/tests/guest/xiw_hostile_user
 failed=
-for c in rq_producer sq_producer sq_creep cq_overflow read_sges query_states; do
+for c in rq_producer sq_producer sq_creep cq_overflow read_sges; do
 	case_begin "$c"
 	timeout 60 "$bin" "$c" || failed="$failed $c"
 done
+case_begin query_states
+timeout $((60 * ${XIW_TIME_FACTOR:-1})) "$bin" query_states "$XIW_ADDR_A" 7860 ||
+	failed="$failed query_states"
 # Kernel memory is charged: to the memory cgroup, and queues to
 # RLIMIT_MEMLOCK for a process without CAP_IPC_LOCK.
 case_begin accounting

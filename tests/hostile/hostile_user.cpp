@@ -4,9 +4,10 @@
 //   xiw_hostile_user qp_reuse ADDR PORT | stalled_reuse ADDR PORT |
 //                    stale_rts ADDR PORT | connect_accept ADDR PORT |
 //                    qp_steal ADDR PORT |
-//                    scribbled_sink ADDR PORT | long_verify ADDR PORT
+//                    scribbled_sink ADDR PORT | long_verify ADDR PORT |
+//                    query_states ADDR PORT
 //   xiw_hostile_user rq_producer | sq_producer | sq_creep | cq_overflow |
-//                    read_sges | query_states
+//                    read_sges
 // Each case prints "xiw_hostile_user CASE: ...: ok" or "...: FAIL: why" and
 // exits 1 on failure; the guest harness adds the kernel log (a soft lockup,
 // an oops, a WARN fail the run).
@@ -68,8 +69,9 @@
 //                4096-entry queues: ENOMEM; a 16-entry one: created; QPs
 //                destroyed while their queues stay mapped still count:
 //                ENOMEM before 256 KiB of them, a QP again once unmapped.
-//   query_states ibv_query_qp after each of Reset, Init, Init, Error, Reset,
-//                Init, Reset: the state it is in, the access flags it got.
+//   query_states every transition xiw has, without a connection and on
+//                one (see run_query_states): after each, ibv_query_qp
+//                reports the state it is in and the attributes it got.
 //   cq_overflow  64 receives flushed into a CQ of 4 entries: exactly one
 //                IBV_EVENT_CQ_ERR (regression: one per dropped CQE, each
 //                an allocation in the kernel's event path).
@@ -442,33 +444,146 @@ const char *state_name(ibv_qp_state s)
 	return s < std::size(names) ? names[s] : "?";
 }
 
-// ibv_query_qp after each transition a QP without a connection can make
-// reports the state it is in and the attributes it was given.
-int run_query_states()
+// One step of query_states: modify_qp with MASK and the attributes in
+// WANT (its state, access flags, ORD, IRD), which must return RC; then
+// ibv_query_qp must report STATE and, for the masks given so far, what
+// they set, and the capacities the QP was created with.
+struct query_step {
+	ibv_qp_state to;
+	int mask;
+	unsigned access, ord, ird;
+	int rc;
+	ibv_qp_state state;
+};
+
+// The attributes a QP was given and where it stands, as query_states
+// follows them.
+struct query_model {
+	unsigned access = 0, ord = 0, ird = 0;
+	ibv_qp_cap cap{};
+	std::string walk;
+};
+
+void query_check(ibv_qp *qp, const query_step &st, query_model &m)
 {
-	local_qp l(16, 4, 4);
-	ibv_qp *qp = l.qp;
-	const ibv_qp_state walk[] = {IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_INIT, IBV_QPS_ERR,
-				     IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RESET};
-	std::string seen;
-	for (std::size_t i = 0; i < std::size(walk); i++) {
-		if (i && !to_state(qp, walk[i]))
-			fail("ibv_modify_qp to %s: %s", state_name(walk[i]),
-			     std::strerror(errno));
+	ibv_qp_attr a{};
+	a.qp_state = st.to;
+	a.port_num = 1;
+	a.qp_access_flags = st.access;
+	a.max_rd_atomic = static_cast<u8>(st.ord);
+	a.max_dest_rd_atomic = static_cast<u8>(st.ird);
+	const int rc = ibv_modify_qp(qp, &a, st.mask);
+	m.walk += strf("%s%s %s", m.walk.empty() ? "" : ", ", state_name(st.to),
+		       rc ? std::strerror(rc) : "ok");
+	if (rc != st.rc)
+		fail("modify_qp to %s returned %d (%s), expected %d (walk: %s)",
+		     state_name(st.to), rc, std::strerror(rc), st.rc, m.walk.c_str());
+	if (!rc) {
+		if (st.mask & IBV_QP_ACCESS_FLAGS)
+			m.access = st.access;
+		if (st.mask & IBV_QP_MAX_QP_RD_ATOMIC)
+			m.ord = st.ord;
+		if (st.mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+			m.ird = st.ird;
+	}
+	ibv_qp_attr got{};
+	ibv_qp_init_attr init{};
+	if (ibv_query_qp(qp, &got,
+			 IBV_QP_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_MAX_QP_RD_ATOMIC |
+				 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_CAP,
+			 &init))
+		xiw_test::die("ibv_query_qp");
+	if (got.qp_state != st.state)
+		fail("ibv_query_qp says %s, expected %s (walk: %s)", state_name(got.qp_state),
+		     state_name(st.state), m.walk.c_str());
+	if (got.qp_access_flags != m.access || got.max_rd_atomic != m.ord ||
+	    got.max_dest_rd_atomic != m.ird)
+		fail("ibv_query_qp in %s says access 0x%x, ORD %u, IRD %u; given 0x%x, %u, %u "
+		     "(walk: %s)",
+		     state_name(got.qp_state), got.qp_access_flags, got.max_rd_atomic,
+		     got.max_dest_rd_atomic, m.access, m.ord, m.ird, m.walk.c_str());
+	if (got.cap.max_send_wr != m.cap.max_send_wr ||
+	    got.cap.max_recv_wr != m.cap.max_recv_wr ||
+	    got.cap.max_send_sge != m.cap.max_send_sge ||
+	    got.cap.max_recv_sge != m.cap.max_recv_sge ||
+	    init.cap.max_send_wr != m.cap.max_send_wr)
+		fail("ibv_query_qp in %s says other capacities than at creation (walk: %s)",
+		     state_name(got.qp_state), m.walk.c_str());
+}
+
+// query_states: a QP walked through every transition xiw has, with
+// ibv_query_qp after each: the state it is in and every attribute it was
+// given (access flags, ORD, IRD) and its capacities.  Without a
+// connection: Reset, Init, Init with new attributes, RTR, RTS (refused:
+// no stream), Error, RTS (refused), Reset, Init.  Then connected through
+// rdma_cm (RTS with the connection's ORD and IRD, 4 each): RTS with new
+// access flags, SQD (the graceful close begins), SQD, Error, Reset, Init.
+// SQD -> RTS is left out: whether the stream is still there depends on
+// when the close completes.
+int run_query_states(const char *addr, const char *port)
+{
+	constexpr unsigned lrw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+				 IBV_ACCESS_REMOTE_WRITE;
+	constexpr unsigned rr = IBV_ACCESS_REMOTE_READ;
+	constexpr int init_mask = IBV_QP_STATE | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+	constexpr int all = IBV_QP_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_MAX_QP_RD_ATOMIC |
+			    IBV_QP_MAX_DEST_RD_ATOMIC;
+	constexpr int state = IBV_QP_STATE;
+	device_cq dc(64);
+	ibv_qp *q = dc.create_qp(16, 4);
+	ibv_qp *a = dc.create_qp(16, 4);
+	ibv_qp *b = dc.create_qp(16, 4);
+	if (!q || !a || !b)
+		xiw_test::die("ibv_create_qp");
+	query_model m;
+	{
 		ibv_qp_attr got{};
 		ibv_qp_init_attr init{};
-		if (ibv_query_qp(qp, &got, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_CAP, &init))
+		if (ibv_query_qp(q, &got, IBV_QP_CAP | IBV_QP_STATE, &init))
 			xiw_test::die("ibv_query_qp");
-		seen += std::string(seen.empty() ? "" : " ") + state_name(got.qp_state);
-		if (got.qp_state != walk[i])
-			fail("after %s, ibv_query_qp says %s (walk so far: %s)",
-			     state_name(walk[i]), state_name(got.qp_state), seen.c_str());
-		if (walk[i] == IBV_QPS_INIT &&
-		    got.qp_access_flags != (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
-					    IBV_ACCESS_REMOTE_WRITE))
-			fail("in INIT, ibv_query_qp says access flags 0x%x", got.qp_access_flags);
+		m.cap = init.cap;
+		if (got.qp_state != IBV_QPS_RESET)
+			fail("a new QP is in %s", state_name(got.qp_state));
 	}
-	pass("states as set: " + seen);
+	const query_step alone[] = {
+		{IBV_QPS_INIT, init_mask, lrw, 0, 0, 0, IBV_QPS_INIT},
+		{IBV_QPS_INIT, all, rr, 8, 16, 0, IBV_QPS_INIT},
+		{IBV_QPS_RTR, state, 0, 0, 0, 0, IBV_QPS_RTR},
+		{IBV_QPS_RTS, state, 0, 0, 0, EINVAL, IBV_QPS_RTR},
+		{IBV_QPS_ERR, state, 0, 0, 0, 0, IBV_QPS_ERR},
+		{IBV_QPS_RTS, state, 0, 0, 0, EINVAL, IBV_QPS_ERR},
+		{IBV_QPS_RESET, state, 0, 0, 0, 0, IBV_QPS_RESET},
+		{IBV_QPS_INIT, init_mask, lrw, 0, 0, 0, IBV_QPS_INIT},
+	};
+	for (const query_step &st : alone)
+		query_check(q, st, m);
+	const std::string first = m.walk;
+
+	if (!to_state(a, IBV_QPS_INIT) || !to_state(b, IBV_QPS_INIT))
+		xiw_test::die("ibv_modify_qp(INIT)");
+	query_model c;
+	c.cap = m.cap;
+	c.access = lrw;
+	{
+		loop_connection link(addr, port);
+		link.connect(a, b);
+		// What the connection set: RTS, the ORD and IRD it negotiated.
+		c.ord = c.ird = 4;
+		const query_step connected[] = {
+			{IBV_QPS_RTS, state, 0, 0, 0, 0, IBV_QPS_RTS},
+			{IBV_QPS_RTS, state | IBV_QP_ACCESS_FLAGS, rr, 0, 0, 0, IBV_QPS_RTS},
+			{IBV_QPS_SQD, state, 0, 0, 0, 0, IBV_QPS_SQD},
+			{IBV_QPS_SQD, state, 0, 0, 0, 0, IBV_QPS_SQD},
+			{IBV_QPS_ERR, state, 0, 0, 0, 0, IBV_QPS_ERR},
+			{IBV_QPS_RESET, state, 0, 0, 0, 0, IBV_QPS_RESET},
+			{IBV_QPS_INIT, init_mask, lrw, 0, 0, 0, IBV_QPS_INIT},
+		};
+		for (const query_step &st : connected)
+			query_check(a, st, c);
+	}
+	for (ibv_qp *qp : {q, a, b})
+		ibv_destroy_qp(qp);
+	pass("without a connection: " + first + "; connected: " + c.walk);
 	return 0;
 }
 
@@ -1440,8 +1555,8 @@ int run_connect_accept(const char *addr, const char *port)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		std::fprintf(stderr, "usage: xiw_hostile_user qp_reuse|stalled_reuse|stale_rts|connect_accept|qp_steal|scribbled_sink|long_verify ADDR PORT | rq_producer | "
-				     "sq_producer | sq_creep | cq_overflow | read_sges | query_states | accounting | "
+		std::fprintf(stderr, "usage: xiw_hostile_user qp_reuse|stalled_reuse|stale_rts|connect_accept|qp_steal|scribbled_sink|long_verify|query_states ADDR PORT | rq_producer | "
+				     "sq_producer | sq_creep | cq_overflow | read_sges | accounting | "
 				     "memlock | after_removal\n");
 		return 2;
 	}
@@ -1470,8 +1585,8 @@ int main(int argc, char **argv)
 		return run_cq_overflow();
 	if (c == "read_sges")
 		return run_read_sges();
-	if (c == "query_states")
-		return run_query_states();
+	if (c == "query_states" && argc == 4)
+		return run_query_states(argv[2], argv[3]);
 	if (c == "accounting")
 		return run_accounting();
 	if (c == "memlock")
