@@ -8,9 +8,10 @@
 # max_sge_rd, a QP reused after Error and Reset while its last stream had
 # a Read Response half received or a Write framed behind a full TCP
 # buffer, a QP reset and taken back to RTS on its old socket, a QP in a
-# pending connect and an accept at once, another process's QP named in
-# rdma_connect, kernel memory charged to the memory cgroup and queues to
-# RLIMIT_MEMLOCK, posting after the device went away, Writes into a region
+# pending connect and an accept at once, a QP named in rdma_connect that
+# is another process's or whose creation is failing, kernel memory
+# charged to the memory cgroup and queues to RLIMIT_MEMLOCK, posting
+# after the device went away, Writes into a region
 # its owner rewrites meanwhile, every QP state transition with
 # ibv_query_qp after each, a peer's Verify of 512 MiB with the soft
 # lockup detector at 2 s.  Each case is a regression test of the
@@ -56,6 +57,8 @@ timeout $((60 * ${XIW_TIME_FACTOR:-1})) "$bin" connect_accept "$XIW_ADDR_A" 7856
 	failed="$failed connect_accept"
 case_begin qp_steal
 timeout 60 "$bin" qp_steal "$XIW_ADDR_A" 7851 || failed="$failed qp_steal"
+case_begin create_fault
+timeout 60 "$bin" create_fault "$XIW_ADDR_A" 7861 || failed="$failed create_fault"
 case_begin scribbled_sink
 timeout 120 "$bin" scribbled_sink "$XIW_ADDR_A" 7852 || failed="$failed scribbled_sink"
 case_begin long_verify

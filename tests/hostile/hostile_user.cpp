@@ -3,7 +3,7 @@
 // would: writes ring indices the kernel reads, reuses QPs, fills CQs.
 //   xiw_hostile_user qp_reuse ADDR PORT | stalled_reuse ADDR PORT |
 //                    stale_rts ADDR PORT | connect_accept ADDR PORT |
-//                    qp_steal ADDR PORT |
+//                    qp_steal ADDR PORT | create_fault ADDR PORT |
 //                    scribbled_sink ADDR PORT | long_verify ADDR PORT |
 //                    query_states ADDR PORT
 //   xiw_hostile_user rq_producer | sq_producer | sq_creep | cq_overflow |
@@ -82,9 +82,15 @@
 
 #include <infiniband/xiwdv.h>
 
+#include <rdma/ib_user_verbs.h>
+#include <linux/userfaultfd.h>
+
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -444,16 +450,18 @@ const char *state_name(ibv_qp_state s)
 	return s < std::size(names) ? names[s] : "?";
 }
 
-// One step of query_states: modify_qp with MASK and the attributes in
-// WANT (its state, access flags, ORD, IRD), which must return RC; then
-// ibv_query_qp must report STATE and, for the masks given so far, what
-// they set, and the capacities the QP was created with.
+// One step of query_states: modify_qp to TO with MASK and the attributes
+// ACCESS, ORD, IRD, which must return RC; then ibv_query_qp must report
+// STATE (or Error, if OR_ERR: a close the step began may have ended) and,
+// for the masks given so far, what they set, and the capacities the QP
+// was created with.
 struct query_step {
 	ibv_qp_state to;
 	int mask;
 	unsigned access, ord, ird;
 	int rc;
 	ibv_qp_state state;
+	bool or_err = false;
 };
 
 // The attributes a QP was given and where it stands, as query_states
@@ -493,9 +501,10 @@ void query_check(ibv_qp *qp, const query_step &st, query_model &m)
 				 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_CAP,
 			 &init))
 		xiw_test::die("ibv_query_qp");
-	if (got.qp_state != st.state)
+	if (got.qp_state != st.state && !(st.or_err && got.qp_state == IBV_QPS_ERR))
 		fail("ibv_query_qp says %s, expected %s (walk: %s)", state_name(got.qp_state),
 		     state_name(st.state), m.walk.c_str());
+	m.walk += strf(" (%s)", state_name(got.qp_state));
 	if (got.qp_access_flags != m.access || got.max_rd_atomic != m.ord ||
 	    got.max_dest_rd_atomic != m.ird)
 		fail("ibv_query_qp in %s says access 0x%x, ORD %u, IRD %u; given 0x%x, %u, %u "
@@ -517,9 +526,10 @@ void query_check(ibv_qp *qp, const query_step &st, query_model &m)
 // connection: Reset, Init, Init with new attributes, RTR, RTS (refused:
 // no stream), Error, RTS (refused), Reset, Init.  Then connected through
 // rdma_cm (RTS with the connection's ORD and IRD, 4 each): RTS with new
-// access flags, SQD (the graceful close begins), SQD, Error, Reset, Init.
-// SQD -> RTS is left out: whether the stream is still there depends on
-// when the close completes.
+// access flags, SQD, Error, Reset, Init.  SQD begins the graceful close,
+// at whose end the QP goes to Error by itself: so SQD -> SQD and SQD ->
+// RTS are left out (their outcome depends on when the close ends), and
+// the query after SQD may say Error.
 int run_query_states(const char *addr, const char *port)
 {
 	constexpr unsigned lrw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
@@ -572,8 +582,7 @@ int run_query_states(const char *addr, const char *port)
 		const query_step connected[] = {
 			{IBV_QPS_RTS, state, 0, 0, 0, 0, IBV_QPS_RTS},
 			{IBV_QPS_RTS, state | IBV_QP_ACCESS_FLAGS, rr, 0, 0, 0, IBV_QPS_RTS},
-			{IBV_QPS_SQD, state, 0, 0, 0, 0, IBV_QPS_SQD},
-			{IBV_QPS_SQD, state, 0, 0, 0, 0, IBV_QPS_SQD},
+			{IBV_QPS_SQD, state, 0, 0, 0, 0, IBV_QPS_SQD, true},
 			{IBV_QPS_ERR, state, 0, 0, 0, 0, IBV_QPS_ERR},
 			{IBV_QPS_RESET, state, 0, 0, 0, 0, IBV_QPS_RESET},
 			{IBV_QPS_INIT, init_mask, lrw, 0, 0, 0, IBV_QPS_INIT},
@@ -1264,6 +1273,135 @@ int run_stalled_reuse(const char *addr, const char *port)
 	return 0;
 }
 
+// A page whose first touch waits for the test (userfaultfd): whoever
+// touches it, the kernel included, stays in the fault until the test
+// unmaps the page and closes the userfaultfd, which fails the access.
+class stalling_page {
+public:
+	stalling_page()
+	{
+		fd_ = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC));
+		uffdio_api api{};
+		api.api = UFFD_API;
+		if (fd_ < 0 || ioctl(fd_, UFFDIO_API, &api))
+			xiw_test::die("userfaultfd");
+		page_ = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			     -1, 0);
+		if (page_ == MAP_FAILED)
+			xiw_test::die("mmap");
+		uffdio_register reg{};
+		reg.range.start = reinterpret_cast<std::uintptr_t>(page_);
+		reg.range.len = 4096;
+		reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+		if (ioctl(fd_, UFFDIO_REGISTER, &reg))
+			xiw_test::die("UFFDIO_REGISTER");
+	}
+	~stalling_page() { release(); }
+	stalling_page(const stalling_page &) = delete;
+	stalling_page &operator=(const stalling_page &) = delete;
+
+	void *addr() const { return page_; }
+	// Whether something touched the page within MS milliseconds.
+	bool touched(int ms) const
+	{
+		pollfd pfd{fd_, POLLIN, 0};
+		uffd_msg msg{};
+		return poll(&pfd, 1, ms) == 1 && read(fd_, &msg, sizeof(msg)) == sizeof(msg) &&
+		       msg.event == UFFD_EVENT_PAGEFAULT;
+	}
+	// The waiting access fails (EFAULT in the kernel): the page goes
+	// first, as a fault retried once the userfaultfd is closed would
+	// get a fresh page.
+	void release()
+	{
+		if (page_)
+			munmap(page_, 4096);
+		page_ = nullptr;
+		if (fd_ >= 0)
+			close(fd_);
+		fd_ = -1;
+	}
+
+private:
+	int fd_ = -1;
+	void *page_ = nullptr;
+};
+
+// create_fault: ibv_create_qp's response cannot be written (its page
+// stalls, then fails), while another thread names the QP number it is
+// being given in rdma_connect.  The connect must fail: the QP is not
+// there until its creation succeeded.  (Regression: the QP could be taken
+// by number before the response was written, and the failed creation
+// freed it under the connection: a use-after-free.)
+int run_create_fault(const char *addr, const char *port)
+{
+	device d;
+	ibv_cq *cq = ibv_create_cq(d.ctx, 16, nullptr, nullptr, 0);
+	ibv_qp_init_attr qa = xiw_test::rc_qp_attr(4, 4);
+	qa.send_cq = qa.recv_cq = cq;
+	// QP numbers are given in turn: the next one is the probe's plus one.
+	ibv_qp *probe = cq ? ibv_create_qp(d.pd, &qa) : nullptr;
+	if (!probe)
+		xiw_test::die("ibv_create_qp");
+	const u32 next_qpn = probe->qp_num + 1;
+	ibv_destroy_qp(probe);
+
+	stalling_page page;
+	struct {
+		ib_uverbs_cmd_hdr hdr;
+		ib_uverbs_create_qp cmd;
+	} req{};
+	req.hdr.command = IB_USER_VERBS_CMD_CREATE_QP;
+	req.hdr.in_words = sizeof(req) / 4;
+	req.hdr.out_words = (sizeof(ib_uverbs_create_qp_resp) + sizeof(xiw_uresp_create_qp)) / 4;
+	req.cmd.response = reinterpret_cast<std::uintptr_t>(page.addr());
+	req.cmd.pd_handle = d.pd->handle;
+	req.cmd.send_cq_handle = cq->handle;
+	req.cmd.recv_cq_handle = cq->handle;
+	req.cmd.max_send_wr = 4;
+	req.cmd.max_recv_wr = 4;
+	req.cmd.max_send_sge = 1;
+	req.cmd.max_recv_sge = 1;
+	req.cmd.qp_type = IBV_QPT_RC;
+	std::atomic<int> create_errno{-1};
+	const void *cmd = &req;
+	const int cmd_fd = d.ctx->cmd_fd;
+	std::thread creator([cmd, cmd_fd, &create_errno] {
+		const ssize_t n = write(cmd_fd, cmd, sizeof(req));
+		create_errno = n == static_cast<ssize_t>(sizeof(req)) ? 0 : errno;
+	});
+	const bool stalled = page.touched(10000);
+	int rc = -1, err = 0;
+	const int lfd = raw_listen(addr, port);
+	if (stalled) {
+		cm_client c(addr, port);
+		rdma_conn_param p = xiw_test::conn_param();
+		p.qp_num = next_qpn;
+		rc = rdma_connect(c.id, &p);
+		err = errno;
+		page.release();
+		creator.join();
+	} else {
+		page.release();
+		creator.join();
+	}
+	close(lfd);
+	ibv_destroy_cq(cq);
+	if (!stalled)
+		fail("the creation never wrote its response (errno %d)", create_errno.load());
+	if (create_errno != EFAULT)
+		fail("the creation with a response it cannot write: errno %d, expected EFAULT",
+		     create_errno.load());
+	if (rc == 0 || err != EINVAL)
+		fail("rdma_connect naming QP %u while its creation was failing: %s, expected "
+		     "EINVAL",
+		     next_qpn, rc ? std::strerror(err) : "accepted");
+	pass(strf("rdma_connect naming QP %u while its creation waited to write its response: "
+		  "EINVAL; the creation then failed with EFAULT",
+		  next_qpn));
+	return 0;
+}
+
 // qp_steal: another process's QP, named by its number in rdma_connect's
 // qp_num, must not be bound to our connection.  (Regression: iw_cm took any
 // QP of the device by number: the peer got a connection on the other
@@ -1555,7 +1693,7 @@ int run_connect_accept(const char *addr, const char *port)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		std::fprintf(stderr, "usage: xiw_hostile_user qp_reuse|stalled_reuse|stale_rts|connect_accept|qp_steal|scribbled_sink|long_verify|query_states ADDR PORT | rq_producer | "
+		std::fprintf(stderr, "usage: xiw_hostile_user qp_reuse|stalled_reuse|stale_rts|connect_accept|qp_steal|create_fault|scribbled_sink|long_verify|query_states ADDR PORT | rq_producer | "
 				     "sq_producer | sq_creep | cq_overflow | read_sges | accounting | "
 				     "memlock | after_removal\n");
 		return 2;
@@ -1573,6 +1711,8 @@ int main(int argc, char **argv)
 		return run_connect_accept(argv[2], argv[3]);
 	if (c == "qp_steal" && argc == 4)
 		return run_qp_steal(argv[2], argv[3]);
+	if (c == "create_fault" && argc == 4)
+		return run_create_fault(argv[2], argv[3]);
 	if (c == "scribbled_sink" && argc == 4)
 		return run_scribbled_sink(argv[2], argv[3]);
 	if (c == "long_verify" && argc == 4)
