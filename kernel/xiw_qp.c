@@ -77,6 +77,17 @@ int xiw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	if (err)
 		goto err_data_path;
 
+	if (udata) {
+		resp.num_sqe = num_sqe;
+		resp.num_rqe = num_rqe;
+		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		if (err)
+			goto err_data_path;
+	}
+	/*
+	 * Published last: from here on iw_cm may take the QP by its number
+	 * (xiw_get_qp()), which an error path freeing it would not wait for.
+	 */
 	err = xa_alloc_cyclic_irq(&xdev->qp_xa, &qpn, qp,
 				  XA_LIMIT(1, XIW_STAG_INDEX_MAX),
 				  &xdev->qpn_next, GFP_KERNEL);
@@ -87,18 +98,8 @@ int xiw_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	attr->cap.max_send_wr = num_sqe;
 	attr->cap.max_recv_wr = num_rqe;
 	attr->cap.max_inline_data = XIW_MAX_INLINE;
-
-	if (udata) {
-		resp.num_sqe = num_sqe;
-		resp.num_rqe = num_rqe;
-		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
-		if (err)
-			goto err_xa;
-	}
 	return 0;
 
-err_xa:
-	xa_erase_irq(&xdev->qp_xa, qpn);
 err_data_path:
 	xiw_qp_rx_destroy(qp);
 	xiw_qp_tx_destroy(qp);
