@@ -529,7 +529,6 @@ int xiw_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		  const struct ib_send_wr **bad_wr);
 int xiw_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		  const struct ib_recv_wr **bad_wr);
-void xiw_qp_get_ref(struct ib_qp *ibqp);
 void xiw_qp_put_ref(struct ib_qp *ibqp);
 struct ib_qp *xiw_get_qp(struct ib_device *ibdev, int qpn);
 void xiw_iw_add_ref(struct ib_qp *ibqp);

@@ -112,7 +112,7 @@ struct xiw_cep {
 	struct xiw_device *xdev;
 	struct socket *sock;
 	struct iw_cm_id *cm_id;		/* with a reference (add_ref) */
-	struct xiw_qp *qp;		/* with a reference (xiw_qp_get_ref) */
+	struct xiw_qp *qp;		/* with a reference (xiw_qp_for_cm) */
 
 	/* listener: its children reading their Request; child: entry */
 	struct list_head children;
@@ -776,8 +776,10 @@ int xiw_connect(struct iw_cm_id *id, struct iw_cm_conn_param *param)
 		return -EINVAL;
 
 	cep = xiw_cep_alloc(xdev);
-	if (!cep)
+	if (!cep) {
+		xiw_qp_put_ref(&qp->ibqp);
 		return -ENOMEM;
+	}
 	if (param->private_data_len) {
 		cep->tx_pd = kmemdup(param->private_data,
 				     param->private_data_len, GFP_KERNEL);
@@ -810,7 +812,6 @@ int xiw_connect(struct iw_cm_id *id, struct iw_cm_conn_param *param)
 	}
 
 	mutex_lock(&cep->mutex);
-	xiw_qp_get_ref(&qp->ibqp);
 	cep->qp = qp;
 	id->add_ref(id);
 	cep->cm_id = id;
@@ -842,6 +843,7 @@ int xiw_connect(struct iw_cm_id *id, struct iw_cm_conn_param *param)
 	return rc;
 
 err_cep:
+	xiw_qp_put_ref(&qp->ibqp);
 	xiw_cep_put(cep);
 	return rc;
 }
@@ -1249,7 +1251,6 @@ int xiw_accept(struct iw_cm_id *id, struct iw_cm_conn_param *param)
 	qp = xiw_qp_for_cm(id, param->qpn);
 	if (!qp)
 		goto err;
-	xiw_qp_get_ref(&qp->ibqp);
 	WRITE_ONCE(cep->qp, qp);
 	id->add_ref(id);
 	cep->cm_id = id;

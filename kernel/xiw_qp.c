@@ -641,11 +641,6 @@ int xiw_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	return err;
 }
 
-void xiw_qp_get_ref(struct ib_qp *ibqp)
-{
-	refcount_inc(&to_xiw_qp(ibqp)->iw_refs);
-}
-
 void xiw_qp_put_ref(struct ib_qp *ibqp)
 {
 	struct xiw_qp *qp = to_xiw_qp(ibqp);
@@ -683,24 +678,30 @@ void xiw_iw_add_ref(struct ib_qp *ibqp)
 
 /*
  * The QP that a connect or accept of @id names by @qpn, if the caller may
- * bind it; iw_cm holds a reference.  Allowed: the QP that rdma_cm attached
- * to the id (kernel ULPs), or else a user QP of the calling process
- * (librdmacm does not attach user QPs to the kernel's id; the call comes
- * from the process's rdma_ucm write).  So no process binds another one's
- * QP, nor a kernel ULP's, by guessing its number.  Every iw_cm id belongs
- * to rdma_cm, whose private id begins with its rdma_cm_id (cma_priv.h).
+ * bind it, with a reference of its own for the caller: the number may
+ * have been freed and given to another QP since iw_cm took its QP by it.
+ * Allowed: the QP that rdma_cm attached to the id (kernel ULPs), or else
+ * a user QP of the calling process (librdmacm does not attach user QPs to
+ * the kernel's id; the call comes from the process's rdma_ucm write).  So
+ * no process binds another one's QP, nor a kernel ULP's, by guessing its
+ * number.  Every iw_cm id belongs to rdma_cm, whose private id begins
+ * with its rdma_cm_id (cma_priv.h).
  */
 struct xiw_qp *xiw_qp_for_cm(struct iw_cm_id *id, u32 qpn)
 {
 	const struct rdma_cm_id *rid = id->context;
-	struct xiw_qp *qp = xa_load(&to_xiw_dev(id->device)->qp_xa, qpn);
+	struct ib_qp *ibqp = xiw_get_qp(id->device, qpn);
+	bool mine;
 
-	if (!qp)
+	if (!ibqp)
 		return NULL;
 	if (rid && rid->qp)
-		return rid->qp == &qp->ibqp ? qp : NULL;
-	if (!qp->ibqp.uobject || !qp->ibqp.res.task ||
-	    !same_thread_group(qp->ibqp.res.task, current))
-		return NULL;
-	return qp;
+		mine = rid->qp == ibqp;
+	else
+		mine = ibqp->uobject && ibqp->res.task &&
+		       same_thread_group(ibqp->res.task, current);
+	if (mine)
+		return to_xiw_qp(ibqp);
+	xiw_qp_put_ref(ibqp);
+	return NULL;
 }
