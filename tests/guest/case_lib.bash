@@ -52,7 +52,8 @@ case_exit() { # STATUS
 	for command in "${case_exit_commands[@]}"; do
 		eval "$command" || true
 	done
-	if [[ -z $case_name ]] && ((status != 0)); then
+	# A failure no case has reported happened between them.
+	if [[ -z $case_name ]] && ((status != 0)) && ((${#case_failures[@]} == 0)); then
 		case_name="(outside the cases)"
 	fi
 	case_end "$status"

@@ -102,6 +102,9 @@ if ((conns > 0)); then
 	echo "fuzz wire: both directions in this boot: ${sent:-0} frames to xiw's listener," \
 		"${back:-0} to xiw's connections, $((${sent:-0} + ${back:-0})) in all"
 fi
+# The verdict below is the whole run's: it ends the last case first, which
+# is failed only by what it added itself.
+case_end
 if [ -n "$failed" ]; then
 	echo "FAIL:$failed (logs: $flog $vlog; cases: $XIW_OUT/fuzz-progress.txt)"
 	tail -n 20 "$flog"
