@@ -206,6 +206,7 @@ struct xiw_irq_entry {
 /* A Terminate to send (RFC 5040 §4.8) and the header it quotes. */
 struct xiw_term_info {
 	bool pending;
+	bool sent;			/* framed: the stream's last FPDU */
 	u8 layer;
 	u8 etype;
 	u8 ecode;

@@ -1030,6 +1030,7 @@ static int xiw_tx_frame_terminate(struct xiw_qp *qp)
 	h->term.ctrl = xiw_term_ctrl(t->layer, t->etype, t->ecode, flags);
 	xiw_tx_frame_end(qp, ulpdu);
 	t->pending = false;
+	t->sent = true;
 	return 0;
 }
 
@@ -1197,6 +1198,13 @@ static bool xiw_tx_frame_next(struct xiw_qp *qp)
 
 	/* In Error only xiw_tx_error() sends, the Terminate last. */
 	if (READ_ONCE(qp->state) == IB_QPS_ERR)
+		return false;
+	/*
+	 * The Terminate ends the stream (RFC 5040 §7.1): nothing follows it,
+	 * although the QP gets to Error only after it is queued - a message
+	 * the consumer posted meanwhile is flushed, not sent.
+	 */
+	if (tx->term.sent)
 		return false;
 	if (tx->term.pending)
 		return xiw_tx_frame_terminate(qp) == 0;
@@ -1464,7 +1472,7 @@ void xiw_qp_send_terminate(struct xiw_qp *qp, u8 layer, u8 etype, u8 ecode,
 	struct xiw_term_info *t = &qp->tx.term;
 
 	spin_lock_bh(&qp->lock);
-	if (!t->pending && READ_ONCE(qp->state) != IB_QPS_ERR) {
+	if (!t->pending && !t->sent && READ_ONCE(qp->state) != IB_QPS_ERR) {
 		t->pending = true;
 		t->layer = layer;
 		t->etype = etype;
