@@ -7,18 +7,25 @@
 # indices anywhere, entries rewritten while the kernel reads them, raw
 # doorbells, against a peer QP of its own and a canary region of another
 # process.  XIW_RING_ENTRIES entries (default 20000) within
-# XIW_RING_SECONDS (default 240, times XIW_TIME_FACTOR); XIW_RING_SEED
-# replays a run (printed).  Fails if the canary changed, fewer entries
-# were written, or a call failed; the harness adds the kernel log and
-# `rmmod xiw`.
+# XIW_RING_SECONDS (default 240, times XIW_TIME_FACTOR), split among
+# XIW_RING_LANES fuzzers at once (default 1; lanes_lib.bash); XIW_RING_SEED
+# replays a run of one lane (each lane prints its seed).  Fails if a
+# canary changed, fewer entries were written, or a call failed; the
+# harness adds the kernel log and `rmmod xiw`.
 set -euo pipefail
 # shellcheck source=case_lib.bash
 source "$(dirname "$0")/case_lib.bash"
+# shellcheck source=lanes_lib.bash
+source "$(dirname "$0")/lanes_lib.bash"
 
 bin=${XIW_BUILD_DIR:?set by scripts/guest}/tests/guest/xiw_ring_fuzz
 entries=${XIW_RING_ENTRIES:-20000}
 seconds=$((${XIW_RING_SECONDS:-240} * ${XIW_TIME_FACTOR:-1}))
+lanes=${XIW_RING_LANES:-1}
 seed=()
-[ -z "${XIW_RING_SEED:-}" ] || seed=("$XIW_RING_SEED")
-case_begin "$entries ring entries, canary intact"
-timeout $((seconds + 120)) "$bin" "${XIW_ADDR_A:?}" 7870 "$entries" "$seconds" "${seed[@]}"
+[ -z "${XIW_RING_SEED:-}" ] || { seed=("$XIW_RING_SEED"); lanes=1; }
+what="$entries ring entries"
+((lanes == 1)) || what+=" in $lanes lanes"
+case_begin "$what, canary intact"
+run_lanes "$lanes" "$XIW_OUT/ring_fuzz" $((seconds + 120)) "$bin" "${XIW_ADDR_A:?}" 7870 \
+	"$entries" "$seconds" "${seed[@]}"

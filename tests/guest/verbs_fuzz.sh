@@ -8,29 +8,36 @@
 # connections to a peer made and dropped, destroy while in use, reuse after
 # Error, workers killed or exiting with everything live.
 # XIW_VERBS_SEQUENCES sequences (default 2000) within XIW_VERBS_SECONDS
-# (default 240, times XIW_TIME_FACTOR); XIW_VERBS_SEED replays a run (the
-# seed is printed).  Fails if an oracle of the program fails, fewer
+# (default 240, times XIW_TIME_FACTOR), split among XIW_VERBS_LANES
+# programs at once (default 1; lanes_lib.bash); XIW_VERBS_SEED replays a
+# run of one lane (each lane prints its seed).  Fails if an oracle of the program fails, fewer
 # sequences ran, the canary changed, or the device's resource counts are
 # not back where they were; the harness adds the kernel log and `rmmod xiw`.
 set -euo pipefail
 # shellcheck source=case_lib.bash
 source "$(dirname "$0")/case_lib.bash"
+# shellcheck source=lanes_lib.bash
+source "$(dirname "$0")/lanes_lib.bash"
 
 bin=${XIW_BUILD_DIR:?set by scripts/guest}/tests/guest/xiw_verbs_fuzz
 sequences=${XIW_VERBS_SEQUENCES:-2000}
 seconds=$((${XIW_VERBS_SECONDS:-240} * ${XIW_TIME_FACTOR:-1}))
+lanes=${XIW_VERBS_LANES:-1}
 seed=()
-[ -z "${XIW_VERBS_SEED:-}" ] || seed=("$XIW_VERBS_SEED")
+[ -z "${XIW_VERBS_SEED:-}" ] || { seed=("$XIW_VERBS_SEED"); lanes=1; }
 
 # "pd 0 cq 0 qp 0 cm_id 0 mr 0 ctx 0 srq 0" of the device.
 counts() {
 	rdma resource show | sed -n "s/^[0-9]*: ${XIW_DEV_A:?}: *//p"
 }
-case_begin "$sequences random verbs sequences"
+what="$sequences random verbs sequences"
+((lanes == 1)) || what+=" in $lanes lanes"
+case_begin "$what"
 before=$(counts)
 echo "resources before: $before"
 ulimit -l unlimited
-timeout $((seconds + 180)) "$bin" "${XIW_ADDR_A:?}" 7880 "$sequences" "$seconds" "${seed[@]}"
+run_lanes "$lanes" "$XIW_OUT/verbs_fuzz" $((seconds + 180)) "$bin" "${XIW_ADDR_A:?}" 7880 \
+	"$sequences" "$seconds" "${seed[@]}"
 # What killed workers left is released when their files close, which
 # the kernel may finish a moment after their exit.
 for _ in $(seq 50); do
