@@ -13,6 +13,11 @@
 #                          was taken away (was: placed)
 #   stalled_write          dereg_mr while a Write is half received (was:
 #                          dereg_mr blocked until the QP was destroyed)
+#   terminate_last         a bad Send with more behind it, while Read
+#                          Responses wait for the peer's window: they and
+#                          the Terminate must all arrive, then a FIN (was:
+#                          a RST, as the Sends behind were left unread,
+#                          which dropped what was still queued)
 # Each must end in the right Terminate (or, stalled_write, a prompt
 # dereg_mr), with nothing placed that the case does not allow.  Before
 # them, a flood of half-open connections must be held to mpa_backlog.
@@ -79,7 +84,8 @@ if ((held > 60)); then
 fi
 dmesg | grep -q "listener on port $port: 50 connections in the MPA exchange" ||
 	failed="$failed half_open_flood(log)"
-cases=${XIW_HOSTILE_CASES:-"send_mo_after_message flush_no_type write_qp_denied stalled_write"}
+crafted="send_mo_after_message flush_no_type write_qp_denied stalled_write terminate_last"
+cases=${XIW_HOSTILE_CASES:-$crafted}
 case_begin "crafted FPDUs, the listener serving after the flood"
 client_cases "$log" 60 "$cases" "$inject"
 expect_lines "$log" '^wire_inject server: %s: .*: ok$' "$cases"

@@ -118,6 +118,16 @@
 //                     deregistration aborted the stream, as the buffer was
 //                     still counted among what the unsent part of the
 //                     second Send's batch was framed from)
+//   terminate_last    4 RDMA Read Requests of the buffer with a small
+//                     receive buffer, so that their Read Responses wait
+//                     behind a closed TCP window; then a Send to QN 5,
+//                     and 200 ms later 16 more Sends; 1 s later
+//                     everything is read: all Read Responses, then the
+//                     Terminate DDP, untagged, invalid QN (1/2/0x01),
+//                     then the end of the stream (regression: xiw had
+//                     closed its socket, and TCP answered the later Sends
+//                     with a reset, dropping the Read Responses still
+//                     queued and the Terminate behind them)
 //   quit              MPA only; ends the listener
 // and prints "wire_inject CASE: terminate layer L type T code C: ok".
 // None of these asks for MPA markers, and each fails if the Reply does.
@@ -806,14 +816,14 @@ std::vector<u8> write_segment(u32 stag, u64 to, const u8 *data, std::size_t n)
 	return s;
 }
 
-// An RDMA Read Request (QN 1, MSN 1) of the first LEN octets of the
+// An RDMA Read Request (QN 1, MSN MSN) of the first LEN octets of the
 // buffer to the sink.
-std::vector<u8> read_request(const inject_target &t, u64 len)
+std::vector<u8> read_request(const inject_target &t, u64 len, u32 msn = 1)
 {
 	xiw_hdr_read_req h{};
 	xiw_ctrl_set(&h.ddp.ctrl, sizeof(h) - XIW_MPA_HDR_LEN, 0, 1, XIW_RDMAP_RV1,
 		     XIW_OP_READ_REQ);
-	xiw_untagged_set(&h.ddp, 0, XIW_QN_READ_REQ, 1, 0);
+	xiw_untagged_set(&h.ddp, 0, XIW_QN_READ_REQ, msn, 0);
 	h.rreq.sink_stag = xiw_cpu_to_be32(sink_stag);
 	xiw_put_be64(&h.rreq.sink_to, sink_to);
 	h.rreq.read_size = xiw_cpu_to_be32(static_cast<u32>(len));
@@ -962,6 +972,7 @@ int run_markers(int fd, const inject_target &t, mpa_dir &tx, mpa_dir &rx, const 
 struct held_read {
 	std::size_t read_back = 0, unexpected = 0;
 	std::string end = "end of stream";
+	bool reset = false;
 };
 
 // Reads all xiw sends until the end of the stream (a reset counts as one)
@@ -979,8 +990,10 @@ template <typename Expected> held_read read_until_end(int fd, Expected expected)
 		}
 		u8 b[65536];
 		const ssize_t k = recv(fd, b, sizeof(b), 0);
-		if (k <= 0)
+		if (k <= 0) {
+			r.reset = k < 0;
 			break;
+		}
 		in.insert(in.end(), b, b + k);
 	}
 	close(fd);
@@ -1008,6 +1021,62 @@ template <typename Expected> held_read read_until_end(int fd, Expected expected)
 		r.read_back += f.size() - sizeof(xiw_ddp_tagged_hdr);
 	}
 	return r;
+}
+
+// terminate_last after the MPA exchange (no markers either way): the
+// Read Requests, the bad Send, the Sends behind it in a segment of their
+// own (xiw drops the rest of the segment it failed in), 1 s, then
+// everything xiw sends, parsed once the stream ended.
+int run_terminate_last(int fd, const inject_target &t, mpa_dir &tx)
+{
+	constexpr u32 reads = 4; // the listener's IRD
+	constexpr u32 sends_behind = 16;
+	constexpr u8 bad_qn = 5;
+	std::vector<u8> out;
+	auto add = [&](const std::vector<u8> &ulpdu) {
+		const std::vector<u8> f = frame_fpdu(tx, ulpdu.data(), ulpdu.size());
+		out.insert(out.end(), f.begin(), f.end());
+	};
+	auto send_then_wait = [&](std::chrono::milliseconds pause) {
+		send_all(fd, out.data(), out.size());
+		out.clear();
+		std::this_thread::sleep_for(pause);
+	};
+	auto send_message = [&](u8 qn, u32 msn) {
+		xiw_ddp_untagged_hdr h{};
+		xiw_ctrl_set(&h.ctrl, XIW_DDP_UNTAGGED_HLEN + first_send_len, 0, 1,
+			     XIW_RDMAP_RV1, XIW_OP_SEND);
+		xiw_untagged_set(&h, 0, qn, msn, 0);
+		std::vector<u8> seg = bytes_of(h);
+		for (std::size_t k = 0; k < first_send_len; k++)
+			seg.push_back(send_pattern(k));
+		add(seg);
+	};
+	for (u32 msn = 1; msn <= reads; msn++)
+		add(read_request(t, t.len, msn));
+	send_then_wait(std::chrono::milliseconds(500));
+	send_message(bad_qn, 1);
+	send_then_wait(std::chrono::milliseconds(200));
+	for (u32 msn = 1; msn <= sends_behind; msn++)
+		send_message(XIW_QN_SEND, msn);
+	send_then_wait(std::chrono::milliseconds(1000));
+
+	const held_read r = read_until_end(
+		fd, [&t](std::size_t at, u8 b) { return b == pattern(at % t.len); });
+	const std::string want = xiw_test::strf("Terminate layer %u type %u code 0x%02x",
+						unsigned{XIW_TERM_LAYER_DDP},
+						unsigned{XIW_DDP_ETYPE_UNTAGGED},
+						unsigned{XIW_DDP_ECODE_UT_INVALID_QN});
+	std::printf("wire_inject terminate_last: %zu of %" PRIu64
+		    " octets read back, %zu of them unlike the buffer, then %s, then %s",
+		    r.read_back, reads * t.len, r.unexpected, r.end.c_str(),
+		    r.reset ? "a reset" : "the end of the stream");
+	if (r.unexpected || r.read_back != reads * t.len || r.end != want || r.reset) {
+		std::printf(": FAIL\n");
+		return 1;
+	}
+	std::printf(": ok\n");
+	return 0;
 }
 
 // frmr_read_after_invalidate after the MPA exchange (no markers either
@@ -1219,7 +1288,8 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 		die("socket");
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (which == "frmr_read_after_invalidate" || read_held_case(which)) {
+	if (which == "frmr_read_after_invalidate" || which == "terminate_last" ||
+	    read_held_case(which)) {
 		// A small window: the Read Response fills xiw's send buffer.
 		const int small = 4096;
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
@@ -1295,6 +1365,8 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 		return run_read_before_atomic(fd, t, tx, rx);
 	if (which == "kernel_ext_unnegotiated")
 		return run_kernel_ext_unnegotiated(fd, rx);
+	if (which == "terminate_last")
+		return run_terminate_last(fd, t, tx);
 
 	std::vector<u8> sent;
 	std::vector<u8> before; // an FPDU that goes first, not quoted
