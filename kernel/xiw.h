@@ -483,6 +483,11 @@ void xiw_cm_rtr_received(struct xiw_cep *cep);
 void xiw_cm_device_gone(struct xiw_device *xdev);
 void xiw_cm_debugfs_init(struct dentry *dir);
 
+/* xiw_linger.c: closing a socket */
+void xiw_sock_close(struct socket *sock, bool abortive, unsigned int linger_s);
+void xiw_linger_end_all(void);
+void xiw_linger_debugfs_init(struct dentry *dir);
+
 /* xiw_qp.c, for the CM */
 int xiw_qp_llp_bind(struct xiw_qp *qp, struct xiw_cep *cep,
 		    struct socket *sock, const struct xiw_conn_params *params);

@@ -325,11 +325,7 @@ static void xiw_cep_release_sock(struct xiw_cep *cep, bool abortive)
 		write_unlock_bh(&sk->sk_callback_lock);
 		/* Not the last reference: the caller holds one. */
 		xiw_cep_put(cep);
-
-		/* SO_LINGER with a zero timeout: close sends a RST. */
-		if (abortive)
-			sock_no_linger(sk);
-		sock_release(sock);
+		xiw_sock_close(sock, abortive, mpa_timeout);
 	}
 	WRITE_ONCE(cep->qp, NULL);
 	if (qp)

@@ -329,6 +329,7 @@ static int __init xiw_init_module(void)
 	}
 	xiw_debugfs = debugfs_create_dir(XIW_DRIVER_NAME, NULL);
 	xiw_cm_debugfs_init(xiw_debugfs);
+	xiw_linger_debugfs_init(xiw_debugfs);
 	rdma_link_register(&xiw_link_ops);
 	return 0;
 }
@@ -358,6 +359,9 @@ static void __exit xiw_exit_module(void)
 		ib_unregister_device(&xdev->ibdev);
 		put_device(&xdev->ibdev.dev);
 	}
+	/* Endpoints' last work items may still close a socket gracefully. */
+	flush_workqueue(xiw_wq);
+	xiw_linger_end_all();
 	destroy_workqueue(xiw_wq);
 	debugfs_remove(xiw_debugfs);
 }

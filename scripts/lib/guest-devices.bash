@@ -44,6 +44,20 @@ wait_listening() {
 	grep -q listening "$1"
 }
 
+# xiw_count_drains NAME [SECONDS]: xiw's debugfs count NAME (endpoints,
+# lingering) reaches 0 within SECONDS (10) times XIW_TIME_FACTOR; prints
+# "xiw NAME: 0", else "xiw NAME left: N" and fails.
+xiw_count_drains() {
+	local count=/sys/kernel/debug/xiw/$1 n
+	for _ in $(seq 1 $((${2:-10} * 10 * ${XIW_TIME_FACTOR:-1}))); do
+		n=$(<"$count")
+		((n == 0)) && { echo "xiw $1: 0"; return 0; }
+		sleep 0.1
+	done
+	echo "xiw $1 left: $n"
+	return 1
+}
+
 # libibverbs_has_flush: the system's libibverbs has ibv_wr_flush() and
 # ibv_wr_atomic_write() (rdma-core >= 45: Debian 13, not 12).
 libibverbs_has_flush() {

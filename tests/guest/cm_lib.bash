@@ -3,6 +3,8 @@
 
 # shellcheck source=case_lib.bash
 source "$(dirname "${BASH_SOURCE[0]}")/case_lib.bash"
+# shellcheck source=../../scripts/lib/guest-devices.bash
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib/guest-devices.bash"
 
 cm_test=${XIW_BUILD_DIR:?set by scripts/guest}/tests/guest/xiw_cm_connect_test
 
@@ -119,15 +121,3 @@ wait_established() {
 	return 1
 }
 
-# cm_no_endpoints_left: xiw frees every connection endpoint (its count in
-# debugfs) within 10 s times XIW_TIME_FACTOR once the connections ended.
-cm_no_endpoints_left() {
-	local count=/sys/kernel/debug/xiw/endpoints n
-	for _ in $(seq 1 $((100 * ${XIW_TIME_FACTOR:-1}))); do
-		n=$(<"$count")
-		((n == 0)) && { echo "xiw endpoints: 0"; return 0; }
-		sleep 0.1
-	done
-	echo "xiw endpoints left: $n"
-	return 1
-}

@@ -41,6 +41,8 @@
 # TCP listener on host a that never sends the MPA Reply and destroys its
 # QP meanwhile: the destroy must not wait for the peer (was: the MPA
 # timeout, 10 s).
+# Last, no socket may be left lingering (xiw_linger.c) once the peers
+# have gone.
 set -euo pipefail
 # shellcheck source=datapath_lib.bash
 source "$(dirname "$0")/datapath_lib.bash"
@@ -148,5 +150,11 @@ done
 on b timeout 60 "$inject" destroy_connecting "$XIW_ADDR_A" 7899 || failed="$failed destroy_connecting"
 wait "$mute" || failed="$failed mute"
 cat "$mute_log"
+
+# Every socket closed behind a Terminate lingered only until its peer's
+# FIN, and mpa_timeout at most.
+case_begin "no socket left lingering"
+xiw_count_drains lingering "$(($(<"$params/mpa_timeout") + 5))" ||
+	failed="$failed lingering"
 [ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
 echo "hostile peer: ok"
