@@ -17,7 +17,7 @@
  * connection open past that is reset.  No peer holds xiw's socket or
  * this state longer; what TCP still has to send after a graceful release
  * is bounded by TCP's own orphan limits, as for any closed socket.  Past
- * XIW_LINGER_MAX sockets, a close is abortive, as it was before.
+ * XIW_LINGER_MAX sockets, or without memory, a close resets at once.
  *
  * A lingering socket belongs to no endpoint and no QP.  Its callbacks
  * (softirq, under sk_callback_lock) and its deadline only queue its drain
@@ -91,15 +91,18 @@ static void xiw_linger_expire(struct timer_list *t)
 	queue_work(xiw_wq, &lg->drain);
 }
 
-/* Nothing can queue the drain work item any more; it is not pending. */
-static void xiw_linger_release(struct xiw_linger *lg, bool abortive)
+static void xiw_sock_release(struct socket *sock, bool abortive)
 {
-	struct socket *sock = lg->sock;
-
 	/* SO_LINGER with a zero timeout: close sends a RST. */
 	if (abortive)
 		sock_no_linger(sock->sk);
 	sock_release(sock);
+}
+
+/* Nothing can queue the drain work item any more; it is not pending. */
+static void xiw_linger_release(struct xiw_linger *lg, bool abortive)
+{
+	xiw_sock_release(lg->sock, abortive);
 	kfree(lg);
 	atomic_dec(&xiw_linger_count);
 }
@@ -125,7 +128,7 @@ static void xiw_linger_detach(struct xiw_linger *lg)
  */
 static int xiw_linger_drop(struct socket *sock)
 {
-	struct msghdr msg = { .msg_flags = MSG_DONTWAIT };
+	struct msghdr msg = {};
 	size_t dropped = 0;
 	int rc;
 
@@ -215,9 +218,7 @@ uncount:
 	atomic_dec(&xiw_linger_count);
 	abortive = true;
 release:
-	if (abortive)
-		sock_no_linger(sk);
-	sock_release(sock);
+	xiw_sock_release(sock, abortive);
 }
 
 /* Module unload: every socket still lingering is reset. */
