@@ -7,10 +7,12 @@
 # that overflows by 60 completions, a Read with more SGEs than
 # max_sge_rd, a QP reused after Error and Reset while its last stream had
 # a Read Response half received or a Write framed behind a full TCP
-# buffer, a QP reset and taken back to RTS on its old socket, a QP in a
+# buffer, Reads through a full ORQ with the window of their completion
+# made wide, a QP reset and taken back to RTS on its old socket, a QP in a
 # pending connect and an accept at once, a QP named in rdma_connect that
-# is another process's or whose creation is failing, kernel memory
-# charged to the memory cgroup and queues to RLIMIT_MEMLOCK, posting
+# is another process's, destroyed meanwhile or whose creation is failing,
+# kernel memory charged to the memory cgroup and queues to RLIMIT_MEMLOCK,
+# posting
 # after the device went away, Writes into a region
 # its owner rewrites meanwhile, every QP state transition with
 # ibv_query_qp after each, a peer's Verify of 512 MiB with the soft
@@ -20,6 +22,8 @@
 set -euo pipefail
 # shellcheck source=case_lib.bash
 source "$(dirname "$0")/case_lib.bash"
+# shellcheck source=race_lib.bash
+source "$(dirname "$0")/race_lib.bash"
 
 bin=${XIW_BUILD_DIR:?set by scripts/guest}/tests/guest/xiw_hostile_user
 failed=
@@ -46,6 +50,22 @@ timeout 60 setpriv --bounding-set -ipc_lock --inh-caps -ipc_lock \
 	sh -c 'ulimit -l 256 && exec "$0" memlock' "$bin" || failed="$failed memlock"
 case_begin qp_reuse
 timeout 120 "$bin" qp_reuse "${XIW_ADDR_A:?}" 7850 || failed="$failed qp_reuse"
+case_begin orq_reuse
+# Reads through an ORQ full at ORD 128, each Read Response's completion
+# delayed 3 ms right after the QP's lock is dropped (race_lib.bash): the
+# transmit path, woken by the doorbell the program rings every
+# millisecond, issues into the slot just freed.  The completion must
+# still be the Read's own (regression: it read the slot after the unlock
+# and completed the new Read, with an error).
+mapfile -t sites < <(race_sites "${XIW_KO:?set by scripts/guest}" '^xiw_qp_sq_complete_')
+echo "orq_reuse: windows at ${sites[*]:-none}"
+if ((${#sites[@]})) && race_widen_begin 3000 sites "${sites[@]}"; then
+	timeout $((120 * ${XIW_TIME_FACTOR:-1})) "$bin" orq_reuse "$XIW_ADDR_A" 7862 ||
+		failed="$failed orq_reuse"
+	race_widen_end || failed="$failed orq_reuse(no-window)"
+else
+	failed="$failed orq_reuse(no-window)"
+fi
 case_begin stalled_reuse
 timeout $((120 * ${XIW_TIME_FACTOR:-1})) "$bin" stalled_reuse "$XIW_ADDR_A" 7854 ||
 	failed="$failed stalled_reuse"
@@ -57,6 +77,15 @@ timeout $((60 * ${XIW_TIME_FACTOR:-1})) "$bin" connect_accept "$XIW_ADDR_A" 7856
 	failed="$failed connect_accept"
 case_begin qp_steal
 timeout 60 "$bin" qp_steal "$XIW_ADDR_A" 7851 || failed="$failed qp_steal"
+case_begin connect_destroy
+# iw_cm looks the QP up by number, then takes its reference: 20 ms in
+# between (interrupts are off there), while the program destroys the QP.
+if race_widen_begin 20000 returns xiw_get_qp; then
+	timeout 60 "$bin" connect_destroy "$XIW_ADDR_A" 7864 || failed="$failed connect_destroy"
+	race_widen_end || failed="$failed connect_destroy(no-window)"
+else
+	failed="$failed connect_destroy(no-window)"
+fi
 case_begin create_fault
 timeout 60 "$bin" create_fault "$XIW_ADDR_A" 7861 || failed="$failed create_fault"
 case_begin scribbled_sink

@@ -8,6 +8,7 @@
 #include "../fuzz/raw_peer.h"
 #include "../guest/rdma_test_util.h"
 
+#include <rdma/ib_user_verbs.h>
 #include <rdma/xiw-abi.h>
 
 #include <sys/wait.h>
@@ -89,6 +90,24 @@ template <class F> std::vector<mapping> new_mappings(F create)
 inline xiw_ring_ctrl *ctrl_of(const mapping &m)
 {
 	return reinterpret_cast<xiw_ring_ctrl *>(m.start);
+}
+
+// The doorbell as the provider rings it: POST_SEND with no work request.
+inline bool raw_doorbell(ibv_qp *qp)
+{
+	struct {
+		ib_uverbs_cmd_hdr hdr;
+		ib_uverbs_post_send cmd;
+	} req{};
+	ib_uverbs_post_send_resp resp{};
+	req.hdr.command = IB_USER_VERBS_CMD_POST_SEND;
+	req.hdr.in_words = sizeof(req) / 4;
+	req.hdr.out_words = sizeof(resp) / 4;
+	req.cmd.response = reinterpret_cast<std::uintptr_t>(&resp);
+	req.cmd.qp_handle = qp->handle;
+	// Checked even without work requests (ib_uverbs_post_send()).
+	req.cmd.wqe_size = sizeof(ib_uverbs_send_wr);
+	return write(qp->context->cmd_fd, &req, sizeof(req)) == static_cast<ssize_t>(sizeof(req));
 }
 
 // A context of the first xiw device, or nullptr.
@@ -255,11 +274,24 @@ struct cm_client {
 			fail("rdma_cm event %s, expected %s", rdma_event_str(got),
 			     rdma_event_str(want));
 	}
-	// Connects with the caller's QP, named by its number (the QP outlives
-	// this id), and waits until the connection is established.
-	void connect_qp(const ibv_qp *qp)
+	// An RC QP (SEND_WR sends, 4 receives) on a new CQ of CQE entries,
+	// both on this id's device and PD; nullptr (errno) if the QP cannot
+	// be made.  The caller destroys both.
+	ibv_qp *create_qp(int cqe, std::uint32_t send_wr, ibv_cq *&cq) const
 	{
-		rdma_conn_param p = xiw_test::conn_param();
+		cq = ibv_create_cq(id->verbs, cqe, nullptr, nullptr, 0);
+		if (!cq)
+			xiw_test::die("ibv_create_cq");
+		ibv_qp_init_attr a = xiw_test::rc_qp_attr(send_wr, 4);
+		a.send_cq = a.recv_cq = cq;
+		return ibv_create_qp(id->pd, &a);
+	}
+	// Connects with the caller's QP, named by its number (the QP outlives
+	// this id), at IRD/ORD DEPTH, and waits until the connection is
+	// established.
+	void connect_qp(const ibv_qp *qp, std::uint8_t depth = 4)
+	{
+		rdma_conn_param p = xiw_test::conn_param(depth);
 		p.qp_num = qp->qp_num;
 		if (rdma_connect(id, &p))
 			xiw_test::die("rdma_connect");

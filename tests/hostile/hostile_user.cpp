@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 // A local user who does to xiw what a broken or malicious verbs library
 // would: writes ring indices the kernel reads, reuses QPs, fills CQs.
-//   xiw_hostile_user qp_reuse ADDR PORT | stalled_reuse ADDR PORT |
+//   xiw_hostile_user qp_reuse ADDR PORT | orq_reuse ADDR PORT |
+//                    stalled_reuse ADDR PORT |
 //                    stale_rts ADDR PORT | connect_accept ADDR PORT |
-//                    qp_steal ADDR PORT | create_fault ADDR PORT |
+//                    qp_steal ADDR PORT | connect_destroy ADDR PORT |
+//                    create_fault ADDR PORT |
 //                    scribbled_sink ADDR PORT | long_verify ADDR PORT |
 //                    query_states ADDR PORT
 //   xiw_hostile_user rq_producer | sq_producer | sq_creep | cq_overflow |
@@ -22,6 +24,17 @@
 //                the first stream placed.  (Regression: the parser went on
 //                with the first stream's half-received Read Response and
 //                placed the Send's octets through the flushed ORQ slot.)
+//   orq_reuse    1000 RDMA Reads of 64 octets, one posted (and the
+//                doorbell rung) a millisecond, to a raw peer on PORT that
+//                answers the oldest only while ORD (the device's largest,
+//                the ORQ ring's size) are outstanding: each request the QP
+//                issues then takes the slot the last Read Response freed.  Every Read must
+//                complete in order, successfully, with its own octets.
+//                (Regression: the completion read its slot after the QP's
+//                lock was dropped, and with the next request issued into
+//                it meanwhile completed that one, Read 128 in place of
+//                Read 0, with an error; run with the window widened, see
+//                hostile_user.sh.)
 //   stalled_reuse  a QP keeps Writes of 8 KiB in flight to a raw peer that
 //                stops reading, until none completes for a second: TCP is
 //                full and the next Write is framed behind it.  The peer
@@ -45,6 +58,15 @@
 //                ibv_destroy_qp return at once.  (Regression: the accept
 //                bound the QP and forgot the connect still pending, and the
 //                destroy waited for its MPA timeout, 10 s, in D state.)
+//   connect_destroy  rdma_connect naming a QP of ours, and ibv_destroy_qp
+//                of it while iw_cm's lookup of the number has returned
+//                and waits (xiw_delay.ko, loaded by hostile_user.sh, holds
+//                it there): the connect must fail, the destroy return at
+//                once, and the kernel log stay clean.  (Regression: the
+//                lookup took no reference, so the destroy dropped the last
+//                one and iw_cm's own came after it, on a QP being freed:
+//                "refcount_t: addition on 0; use-after-free", and
+//                "underflow" as the failed connect let it go.)
 //   qp_steal     rdma_connect with qp_num = a QP of another process (in
 //                Init): EINVAL, no connection reaches the peer on PORT, the
 //                other QP stays in Init.  (Regression: it was bound.)
@@ -95,9 +117,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cinttypes>
+#include <deque>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -876,8 +900,9 @@ u8 send_octet(std::size_t i)
 }
 
 // The responder's side of MPA: reads the Request, answers it like a plain
-// RNIC would (same revision, no markers, CRC as asked, IRD/ORD 4, no RTR).
-bool raw_accept(int fd, xiw_raw::mpa_stream &s, bytes &rest, std::string &why)
+// RNIC would (same revision, no markers, CRC as asked, IRD/ORD IRD_ORD, no
+// RTR).
+bool raw_accept(int fd, xiw_raw::mpa_stream &s, bytes &rest, std::string &why, u16 ird_ord = 4)
 {
 	xiw_raw::mpa_frame_reader r;
 	bytes in;
@@ -906,7 +931,7 @@ bool raw_accept(int fd, xiw_raw::mpa_stream &s, bytes &rest, std::string &why)
 	u8 flags = req.flags & XIW_MPA_FLAG_C;
 	if (req.has_v2()) {
 		flags |= XIW_MPA_FLAG_ENHANCED;
-		pd = xiw_raw::mpa_v2_word(0, 4, 0, 4);
+		pd = xiw_raw::mpa_v2_word(0, ird_ord, 0, ird_ord);
 	}
 	const bytes rep = xiw_raw::mpa_encode(XIW_MPA_KEY_REP, flags, req.rev, pd);
 	if (send(fd, rep.data(), rep.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(rep.size())) {
@@ -967,7 +992,7 @@ bool raw_read_request(int fd, const xiw_raw::mpa_stream &s, const bytes &rest, u
 // The next connection on LFD (WHICH names it in why), through its MPA
 // exchange; its descriptor, or -1 and why.
 int raw_connection(int lfd, xiw_raw::mpa_stream &s, bytes &rest, const char *which,
-		   std::string &why)
+		   std::string &why, u16 ird_ord = 4)
 {
 	pollfd p{lfd, POLLIN, 0};
 	const int fd = poll(&p, 1, 20000) > 0 ? accept(lfd, nullptr, nullptr) : -1;
@@ -976,7 +1001,7 @@ int raw_connection(int lfd, xiw_raw::mpa_stream &s, bytes &rest, const char *whi
 		return -1;
 	}
 	rest.clear();
-	if (!raw_accept(fd, s, rest, why)) {
+	if (!raw_accept(fd, s, rest, why, ird_ord)) {
 		close(fd);
 		return -1;
 	}
@@ -1066,12 +1091,7 @@ int run_qp_reuse(const char *addr, const char *port)
 	// given to each by its number.
 	{
 		cm_client first(addr, port);
-		cq = ibv_create_cq(first.id->verbs, 16, nullptr, nullptr, 0);
-		if (!cq)
-			xiw_test::die("ibv_create_cq");
-		ibv_qp_init_attr a = xiw_test::rc_qp_attr(4, 4);
-		a.send_cq = a.recv_cq = cq;
-		qp = ibv_create_qp(first.id->pd, &a);
+		qp = first.create_qp(16, 4, cq);
 		smr = ibv_reg_mr(first.id->pd, sink, sizeof(sink), IBV_ACCESS_LOCAL_WRITE);
 		rmr = ibv_reg_mr(first.id->pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
 		if (!qp || !smr || !rmr || !to_state(qp, IBV_QPS_INIT))
@@ -1127,6 +1147,213 @@ int run_qp_reuse(const char *addr, const char *port)
 	ibv_destroy_cq(cq);
 	pass(strf("the Read ended with status %d, the reused QP received the %zu-octet Send",
 		  read_status, send_len));
+	return 0;
+}
+
+// ---------------------------------------------------------------------------
+// orq_reuse: Reads through an ORQ kept full at its largest ORD, so that
+// each request the QP issues goes into the slot the last Read Response
+// just freed
+
+constexpr unsigned orq_reads = 1000;
+constexpr u32 orq_read_len = 64;
+constexpr u64 orq_source_base = 0x100000;
+
+// The octet a Read Response carries at I of the source at TO.
+u8 orq_octet(u64 to, u32 i)
+{
+	return static_cast<u8>((to >> 6) * 7 + i);
+}
+
+struct orq_request {
+	u32 sink_stag;
+	u64 sink_to;
+	u32 len;
+	u64 source_to;
+};
+
+// The responder: answers the oldest Read once DEPTH are outstanding, so
+// that the requester's ORQ is full before each Read Response (FULL counts
+// those), or when no other Request came for 100 ms (the end, or a smaller
+// ORD than asked for).
+void orq_peer(int lfd, u16 depth, std::string &why, unsigned &full,
+	      const std::atomic<bool> &done)
+{
+	xiw_raw::mpa_stream s;
+	bytes rest;
+	const int fd = raw_connection(lfd, s, rest, "first", why, depth);
+	if (fd < 0)
+		return;
+	xiw_raw::fpdu_reader rd(s);
+	rd.feed(rest.data(), rest.size());
+	std::deque<orq_request> waiting;
+	unsigned received = 0, answered = 0;
+	long long last = xiw_raw::now_ms();
+	while (answered < orq_reads && why.empty()) {
+		bool idle = false;
+		bytes seg;
+		u32 pos = 0;
+		const auto st = rd.next(seg, pos, why);
+		if (st == xiw_raw::fpdu_reader::error)
+			break;
+		if (st == xiw_raw::fpdu_reader::ok) {
+			const xiw_raw::seg_view v(seg);
+			if (!v.valid || v.tagged || v.opcode != XIW_OP_READ_REQ ||
+			    seg.size() < v.hdr_len + 28u) {
+				why = strf("FPDU with opcode %u after %u Read Requests", v.opcode,
+					   received);
+				break;
+			}
+			const u8 *p = seg.data() + v.hdr_len;
+			waiting.push_back({xiw_raw::get_be32(p), xiw_raw::get_be64(p + 4),
+					   xiw_raw::get_be32(p + 12), xiw_raw::get_be64(p + 20)});
+			received++;
+			last = xiw_raw::now_ms();
+		} else {
+			bytes in;
+			const long k = xiw_raw::recv_some(fd, in, 100);
+			if (k == 0 || k == -1) {
+				why = strf("the stream ended after %u Read Requests", received);
+				break;
+			}
+			if (k > 0)
+				rd.feed(in.data(), in.size());
+			else if (xiw_raw::now_ms() - last > 20000)
+				why = strf("no Read Request for 20 s after %u (%u answered)",
+					   received, answered);
+			else
+				idle = true;
+		}
+		while (!waiting.empty() && (waiting.size() >= depth || idle)) {
+			const orq_request r = waiting.front();
+			waiting.pop_front();
+			full += received - answered == depth;
+			std::vector<u8> payload(r.len);
+			for (u32 i = 0; i < r.len; i++)
+				payload[i] = orq_octet(r.source_to, i);
+			const bytes resp = xiw_raw::frame_fpdu(
+				s, xiw_raw::seg_tagged(xiw_ddp_ctrl(1, 1),
+						       xiw_rdmap_ctrl(XIW_RDMAP_RV1, XIW_OP_READ_RESP),
+						       r.sink_stag, r.sink_to, payload.data(),
+						       payload.size()));
+			if (send(fd, resp.data(), resp.size(), MSG_NOSIGNAL) !=
+			    static_cast<ssize_t>(resp.size())) {
+				why = "sending a Read Response failed";
+				break;
+			}
+			answered++;
+		}
+	}
+	raw_close_when(fd, done);
+}
+
+int run_orq_reuse(const char *addr, const char *port)
+{
+	const int lfd = raw_listen(addr, port);
+	std::atomic<bool> done{false};
+	std::string peer_why;
+	unsigned full = 0;
+	std::vector<u8> sink(std::size_t{orq_reads} * orq_read_len, sink_fill);
+	unsigned completed = 0;
+	std::string bad;
+	u16 depth = 0;
+	{
+		cm_client c(addr, port);
+		ibv_device_attr da{};
+		if (ibv_query_device(c.id->verbs, &da))
+			xiw_test::die("ibv_query_device");
+		// A slot is reused by the very next request only when the ORQ
+		// is full at the ring's size, the device's largest ORD.
+		depth = static_cast<u16>(std::min(da.max_qp_init_rd_atom, 255));
+		std::thread peer(orq_peer, lfd, depth, std::ref(peer_why), std::ref(full),
+				 std::cref(done));
+		ibv_cq *cq = nullptr;
+		ibv_qp *qp = c.create_qp(2 * orq_reads, orq_reads, cq);
+		ibv_mr *mr = ibv_reg_mr(c.id->pd, sink.data(), sink.size(), IBV_ACCESS_LOCAL_WRITE);
+		if (!qp || !mr || !to_state(qp, IBV_QPS_INIT))
+			xiw_test::die("ibv_create_qp, ibv_reg_mr, ibv_modify_qp(INIT)");
+		c.connect_qp(qp, static_cast<u8>(depth));
+
+		// One Read a millisecond whatever completes, and the doorbell with
+		// it even when the kernel said it is still at work (the provider
+		// would not ring then), so that the transmit path is woken while
+		// a Read Response is being completed.
+		unsigned posted = 0;
+		long long last = xiw_raw::now_ms();
+		while (completed < orq_reads && bad.empty() && xiw_raw::now_ms() - last < 20000) {
+			if (posted < orq_reads) {
+				xiw_test::one_sge_wr w(IBV_WR_RDMA_READ,
+						       sink.data() + std::size_t{posted} * orq_read_len,
+						       orq_read_len, mr->lkey, posted);
+				w.wr.wr.rdma.remote_addr = orq_source_base + u64{posted} * orq_read_len;
+				w.wr.wr.rdma.rkey = 0x5eed;
+				if (w.post(qp))
+					xiw_test::die("ibv_post_send");
+				posted++;
+			}
+			raw_doorbell(qp);
+			ibv_wc wc[16];
+			const int n = ibv_poll_cq(cq, 16, wc);
+			if (n < 0)
+				xiw_test::die("ibv_poll_cq");
+			for (int i = 0; i < n && bad.empty(); i++, completed++) {
+				last = xiw_raw::now_ms();
+				if (wc[i].wr_id != completed || wc[i].status != IBV_WC_SUCCESS) {
+					bad = strf("Read %u completed as Read %llu with status %s",
+						   completed,
+						   static_cast<unsigned long long>(wc[i].wr_id),
+						   ibv_wc_status_str(wc[i].status));
+					break;
+				}
+				const u8 *got = sink.data() + std::size_t{completed} * orq_read_len;
+				const u64 to = orq_source_base + u64{completed} * orq_read_len;
+				for (u32 k = 0; k < orq_read_len; k++)
+					if (got[k] != orq_octet(to, k)) {
+						bad = strf("Read %u completed with octet %u 0x%02x, "
+							   "its source holds 0x%02x",
+							   completed, k, got[k], orq_octet(to, k));
+						break;
+					}
+			}
+			std::this_thread::sleep_for(std::chrono::milliseconds(1));
+		}
+		// What came after a wrong completion says which Read took its place.
+		unsigned later = 0;
+		for (const long long until = xiw_raw::now_ms() + 2000;
+		     !bad.empty() && xiw_raw::now_ms() < until;) {
+			ibv_wc wc;
+			if (ibv_poll_cq(cq, 1, &wc) != 1) {
+				std::this_thread::sleep_for(std::chrono::milliseconds(10));
+				continue;
+			}
+			if (wc.status != IBV_WC_SUCCESS && wc.status != IBV_WC_WR_FLUSH_ERR &&
+			    ++later <= 2)
+				bad += strf("; then Read %llu completed with status %s",
+					    static_cast<unsigned long long>(wc.wr_id),
+					    ibv_wc_status_str(wc.status));
+		}
+		done.store(true);
+		peer.join();
+		ibv_destroy_qp(qp);
+		ibv_dereg_mr(mr);
+		ibv_destroy_cq(cq);
+	}
+	close(lfd);
+	if (!bad.empty())
+		fail("%s (%u of %u Reads completed in order before)", bad.c_str(), completed,
+		     orq_reads);
+	if (completed < orq_reads)
+		fail("%u of %u Reads completed, then none for 20 s%s%s", completed, orq_reads,
+		     peer_why.empty() ? "" : "; peer: ", peer_why.c_str());
+	if (!peer_why.empty())
+		fail("peer: %s", peer_why.c_str());
+	// Most answers must have found the ORQ full, or the case shows nothing.
+	if (full < orq_reads / 2)
+		fail("only %u of %u Read Responses were sent with %u Reads outstanding", full,
+		     orq_reads, depth);
+	pass(strf("%u Reads of %u octets at ORD %u, %u answered with the ORQ full: each "
+		  "completed in order with its own octets",
+		  orq_reads, orq_read_len, depth, full));
 	return 0;
 }
 
@@ -1195,12 +1422,8 @@ int run_stalled_reuse(const char *addr, const char *port)
 	ibv_wc wc{};
 	{
 		cm_client first(addr, port);
-		ibv_cq *cq = ibv_create_cq(first.id->verbs, 2 * stall_depth, nullptr, nullptr, 0);
-		if (!cq)
-			xiw_test::die("ibv_create_cq");
-		ibv_qp_init_attr a = xiw_test::rc_qp_attr(stall_depth, 4);
-		a.send_cq = a.recv_cq = cq;
-		ibv_qp *qp = ibv_create_qp(first.id->pd, &a);
+		ibv_cq *cq = nullptr;
+		ibv_qp *qp = first.create_qp(2 * stall_depth, stall_depth, cq);
 		ibv_mr *mr = ibv_reg_mr(first.id->pd, src, sizeof(src), 0);
 		ibv_mr *mmr = ibv_reg_mr(first.id->pd, msg, sizeof(msg), 0);
 		if (!qp || !mr || !mmr || !to_state(qp, IBV_QPS_INIT))
@@ -1219,6 +1442,7 @@ int run_stalled_reuse(const char *addr, const char *port)
 					xiw_test::die("ibv_post_send");
 				posted++;
 			}
+			raw_doorbell(qp);
 			ibv_wc wcs[16];
 			const int n = ibv_poll_cq(cq, 16, wcs);
 			for (int i = 0; i < n; i++)
@@ -1545,12 +1769,8 @@ int run_stale_rts(const char *addr, const char *port)
 	static u8 target[stale_write_len];
 	std::memset(target, sink_fill, sizeof(target));
 	cm_client c(addr, port);
-	ibv_cq *cq = ibv_create_cq(c.id->verbs, 16, nullptr, nullptr, 0);
-	if (!cq)
-		xiw_test::die("ibv_create_cq");
-	ibv_qp_init_attr a = xiw_test::rc_qp_attr(4, 4);
-	a.send_cq = a.recv_cq = cq;
-	ibv_qp *qp = ibv_create_qp(c.id->pd, &a);
+	ibv_cq *cq = nullptr;
+	ibv_qp *qp = c.create_qp(16, 4, cq);
 	ibv_mr *mr = ibv_reg_mr(c.id->pd, target, sizeof(target),
 				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!qp || !mr || !to_state(qp, IBV_QPS_INIT))
@@ -1688,12 +1908,68 @@ int run_connect_accept(const char *addr, const char *port)
 	return 0;
 }
 
+// ---------------------------------------------------------------------------
+// connect_destroy: ibv_destroy_qp while iw_cm holds the QP it just looked
+// up by number and has not taken its reference yet
+
+// Where xiw_delay counts the waits it began (hostile_user.sh loads it).
+constexpr const char *delay_hits = "/sys/module/xiw_delay/parameters/hits";
+
+long read_hits()
+{
+	std::ifstream f(delay_hits);
+	long n = -1;
+	f >> n;
+	return n;
+}
+
+int run_connect_destroy(const char *addr, const char *port)
+{
+	const int lfd = raw_listen(addr, port);
+	device_cq dc(16);
+	ibv_qp *q = dc.create_qp(4, 4);
+	if (!q || !to_state(q, IBV_QPS_INIT))
+		xiw_test::die("ibv_create_qp, ibv_modify_qp(INIT)");
+	const long hits = read_hits();
+	if (hits < 0)
+		fail("no %s: run with xiw_delay.ko at xiw_get_qp's return", delay_hits);
+	cm_client c(addr, port);
+	std::atomic<int> connect_errno{-1};
+	std::thread connector([&] {
+		rdma_conn_param p = xiw_test::conn_param();
+		p.qp_num = q->qp_num;
+		connect_errno.store(rdma_connect(c.id, &p) ? errno : 0);
+	});
+	// The lookup returned and waits: the QP goes now.
+	const long long until = xiw_raw::now_ms() + 10000;
+	while (read_hits() == hits && xiw_raw::now_ms() < until)
+		std::this_thread::sleep_for(std::chrono::microseconds(100));
+	const bool in_window = read_hits() > hits;
+	const long long t0 = xiw_raw::now_ms();
+	const int destroy_rc = ibv_destroy_qp(q);
+	const long long took = xiw_raw::now_ms() - t0;
+	connector.join();
+	close(lfd);
+	if (!in_window)
+		fail("rdma_connect did not reach the QP lookup in 10 s");
+	if (destroy_rc)
+		fail("ibv_destroy_qp: %s", std::strerror(destroy_rc));
+	if (took > 2000 * xiw_test::time_factor())
+		fail("ibv_destroy_qp took %lld ms", took);
+	if (connect_errno.load() == 0)
+		fail("rdma_connect bound the QP destroyed under it");
+	pass(strf("rdma_connect naming a QP destroyed between iw_cm's lookup and its reference: %s; "
+		  "ibv_destroy_qp: %lld ms",
+		  std::strerror(connect_errno.load()), took));
+	return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		std::fprintf(stderr, "usage: xiw_hostile_user qp_reuse|stalled_reuse|stale_rts|connect_accept|qp_steal|create_fault|scribbled_sink|long_verify|query_states ADDR PORT | rq_producer | "
+		std::fprintf(stderr, "usage: xiw_hostile_user qp_reuse|orq_reuse|stalled_reuse|stale_rts|connect_accept|qp_steal|connect_destroy|create_fault|scribbled_sink|long_verify|query_states ADDR PORT | rq_producer | "
 				     "sq_producer | sq_creep | cq_overflow | read_sges | accounting | "
 				     "memlock | after_removal\n");
 		return 2;
@@ -1703,6 +1979,8 @@ int main(int argc, char **argv)
 	const std::string c = argv[1];
 	if (c == "qp_reuse" && argc == 4)
 		return run_qp_reuse(argv[2], argv[3]);
+	if (c == "orq_reuse" && argc == 4)
+		return run_orq_reuse(argv[2], argv[3]);
 	if (c == "stalled_reuse" && argc == 4)
 		return run_stalled_reuse(argv[2], argv[3]);
 	if (c == "stale_rts" && argc == 4)
@@ -1711,6 +1989,8 @@ int main(int argc, char **argv)
 		return run_connect_accept(argv[2], argv[3]);
 	if (c == "qp_steal" && argc == 4)
 		return run_qp_steal(argv[2], argv[3]);
+	if (c == "connect_destroy" && argc == 4)
+		return run_connect_destroy(argv[2], argv[3]);
 	if (c == "create_fault" && argc == 4)
 		return run_create_fault(argv[2], argv[3]);
 	if (c == "scribbled_sink" && argc == 4)

@@ -33,23 +33,6 @@ using namespace xiw_hostile;
 using xiw_test::strf;
 
 constexpr std::size_t region_len = 64 * 1024;
-// The doorbell as the provider rings it: POST_SEND with no work request.
-bool raw_doorbell(ibv_qp *qp)
-{
-	struct {
-		ib_uverbs_cmd_hdr hdr;
-		ib_uverbs_post_send cmd;
-	} req{};
-	ib_uverbs_post_send_resp resp{};
-	req.hdr.command = IB_USER_VERBS_CMD_POST_SEND;
-	req.hdr.in_words = sizeof(req) / 4;
-	req.hdr.out_words = sizeof(resp) / 4;
-	req.cmd.response = reinterpret_cast<std::uintptr_t>(&resp);
-	req.cmd.qp_handle = qp->handle;
-	// Checked even without work requests (ib_uverbs_post_send()).
-	req.cmd.wqe_size = sizeof(ib_uverbs_send_wr);
-	return write(qp->context->cmd_fd, &req, sizeof(req)) == static_cast<ssize_t>(sizeof(req));
-}
 
 struct counters {
 	u64 entries = 0, rqes = 0, doorbells = 0, bad_indices = 0, cq_moves = 0, flips = 0;
