@@ -78,9 +78,10 @@ timeout $((60 * ${XIW_TIME_FACTOR:-1})) "$bin" connect_accept "$XIW_ADDR_A" 7856
 case_begin qp_steal
 timeout 60 "$bin" qp_steal "$XIW_ADDR_A" 7851 || failed="$failed qp_steal"
 case_begin connect_destroy
-# iw_cm looks the QP up by number, then takes its reference: 20 ms in
-# between (interrupts are off there), while the program destroys the QP.
-if race_widen_begin 20000 returns xiw_get_qp; then
+# iw_cm looks the QP up by number, then takes its reference: 50 ms in
+# between (interrupts are off there; times the sanitizer kernel's factor),
+# while the program destroys the QP.
+if race_widen_begin $((50000 * ${XIW_TIME_FACTOR:-1})) returns xiw_get_qp; then
 	timeout 60 "$bin" connect_destroy "$XIW_ADDR_A" 7864 || failed="$failed connect_destroy"
 	race_widen_end || failed="$failed connect_destroy(no-window)"
 else

@@ -5,7 +5,7 @@
  * function returns, busy-waits there.
  *
  *   insmod xiw_delay.ko sites=xiw_rx_end_read_response+0x66 delay_us=3000
- *   insmod xiw_delay.ko returns=xiw_get_qp delay_us=20000
+ *   insmod xiw_delay.ko returns=xiw_get_qp delay_us=50000
  *
  * sites: "symbol+offset" instruction addresses (found with objdump by the
  * test: where a lock was just dropped); returns: function names (what a
@@ -27,7 +27,7 @@ MODULE_DESCRIPTION("xiw test: busy-waits at chosen instructions to widen race wi
 MODULE_LICENSE("Dual BSD/GPL");
 
 #define DELAY_MAX_SITES 8
-#define DELAY_MAX_US 20000
+#define DELAY_MAX_US 200000
 
 static char *sites;
 module_param(sites, charp, 0444);
@@ -37,7 +37,7 @@ module_param(returns, charp, 0444);
 MODULE_PARM_DESC(returns, "function[,function...]: wait as it returns");
 static uint delay_us = 2000;
 module_param(delay_us, uint, 0444);
-MODULE_PARM_DESC(delay_us, "how long each pass waits (at most 20 ms)");
+MODULE_PARM_DESC(delay_us, "how long each pass waits (at most 200 ms)");
 static atomic_t hits = ATOMIC_INIT(0);
 module_param_named(hits, hits.counter, int, 0444);
 MODULE_PARM_DESC(hits, "how many waits began");
@@ -50,7 +50,9 @@ static unsigned int num_ret_probes;
 static void delay_wait(void)
 {
 	atomic_inc(&hits);
-	udelay(delay_us);
+	/* udelay() takes at most a few milliseconds (its loop count is 32-bit). */
+	mdelay(delay_us / 1000);
+	udelay(delay_us % 1000);
 }
 
 static int delay_pre(struct kprobe *p, struct pt_regs *regs)
