@@ -7,7 +7,7 @@
 # indices anywhere, entries rewritten while the kernel reads them, raw
 # doorbells, against a peer QP of its own and a canary region of another
 # process.  XIW_RING_ENTRIES entries (default 20000) within
-# XIW_RING_SECONDS (default 240, times XIW_TIME_FACTOR), split among
+# XIW_RING_SECONDS (default 240, times XIW_TIME_FACTOR), done between
 # XIW_RING_LANES fuzzers at once (default 1; lanes_lib.bash); XIW_RING_SEED
 # replays a run of one lane (each lane prints its seed).  Fails if a
 # canary changed, fewer entries were written, or a call failed; the

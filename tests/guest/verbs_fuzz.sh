@@ -8,7 +8,7 @@
 # connections to a peer made and dropped, destroy while in use, reuse after
 # Error, workers killed or exiting with everything live.
 # XIW_VERBS_SEQUENCES sequences (default 2000) within XIW_VERBS_SECONDS
-# (default 240, times XIW_TIME_FACTOR), split among XIW_VERBS_LANES
+# (default 240, times XIW_TIME_FACTOR), done between XIW_VERBS_LANES
 # programs at once (default 1; lanes_lib.bash); XIW_VERBS_SEED replays a
 # run of one lane (each lane prints its seed).  Fails if an oracle of the program fails, fewer
 # sequences ran, the canary changed, or the device's resource counts are

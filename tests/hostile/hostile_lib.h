@@ -11,10 +11,13 @@
 #include <rdma/ib_user_verbs.h>
 #include <rdma/xiw-abi.h>
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cinttypes>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <set>
@@ -109,6 +112,51 @@ inline bool raw_doorbell(ibv_qp *qp)
 	req.cmd.wqe_size = sizeof(ib_uverbs_send_wr);
 	return write(qp->context->cmd_fd, &req, sizeof(req)) == static_cast<ssize_t>(sizeof(req));
 }
+
+// The work done toward a run's target: this process's, and, when it is
+// one lane of several (tests/guest/lanes_lib.bash), all lanes' together
+// in the 8-octet file $XIW_LANE_COUNTER they share, so that they stop
+// when the run's target is reached, not each at a share of it (lanes
+// differ twofold in speed with their seeds).
+class work_count {
+	std::uint64_t own_ = 0;
+	std::uint64_t *shared_ = nullptr;
+
+public:
+	work_count()
+	{
+		const char *path = std::getenv("XIW_LANE_COUNTER");
+		if (!path)
+			return;
+		const int fd = open(path, O_RDWR);
+		if (fd < 0)
+			xiw_test::die("open $XIW_LANE_COUNTER");
+		void *m = mmap(nullptr, sizeof(*shared_), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		close(fd);
+		if (m == MAP_FAILED)
+			xiw_test::die("mmap $XIW_LANE_COUNTER");
+		shared_ = static_cast<std::uint64_t *>(m);
+	}
+	~work_count()
+	{
+		if (shared_)
+			munmap(shared_, sizeof(*shared_));
+	}
+	work_count(const work_count &) = delete;
+	work_count &operator=(const work_count &) = delete;
+	void add(std::uint64_t n)
+	{
+		own_ += n;
+		if (shared_)
+			__atomic_add_fetch(shared_, n, __ATOMIC_RELAXED);
+	}
+	std::uint64_t own() const { return own_; }
+	// All lanes' work (this process's alone without lanes).
+	std::uint64_t total() const
+	{
+		return shared_ ? __atomic_load_n(shared_, __ATOMIC_RELAXED) : own_;
+	}
+};
 
 // A context of the first xiw device, or nullptr.
 inline ibv_context *open_xiw()
