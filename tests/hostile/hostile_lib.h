@@ -113,13 +113,12 @@ inline bool raw_doorbell(ibv_qp *qp)
 	return write(qp->context->cmd_fd, &req, sizeof(req)) == static_cast<ssize_t>(sizeof(req));
 }
 
-// The work done toward a run's target: this process's, and, when it is
-// one lane of several (tests/guest/lanes_lib.bash), all lanes' together
-// in the 8-octet file $XIW_LANE_COUNTER they share, so that they stop
-// when the run's target is reached, not each at a share of it (lanes
-// differ twofold in speed with their seeds).
+// The work done toward a run's target by all its lanes
+// (tests/guest/lanes_lib.bash), in the 8-octet file $XIW_LANE_COUNTER they
+// share, so that they stop when the run's target is reached, not each at
+// a share of it (lanes differ twofold in speed with their seeds).  Without
+// lanes it is the caller's own count.
 class work_count {
-	std::uint64_t own_ = 0;
 	std::uint64_t *shared_ = nullptr;
 
 public:
@@ -146,15 +145,13 @@ public:
 	work_count &operator=(const work_count &) = delete;
 	void add(std::uint64_t n)
 	{
-		own_ += n;
 		if (shared_)
 			__atomic_add_fetch(shared_, n, __ATOMIC_RELAXED);
 	}
-	std::uint64_t own() const { return own_; }
-	// All lanes' work (this process's alone without lanes).
-	std::uint64_t total() const
+	// All lanes' work; MINE, the caller's own count, without lanes.
+	std::uint64_t total(std::uint64_t mine) const
 	{
-		return shared_ ? __atomic_load_n(shared_, __ATOMIC_RELAXED) : own_;
+		return shared_ ? __atomic_load_n(shared_, __ATOMIC_RELAXED) : mine;
 	}
 };
 

@@ -286,12 +286,13 @@ int run(const char *addr, const char *port, u64 want, int seconds, u64 seed)
 	const long long start = xiw_raw::now_ms(), until = start + seconds * 1000LL;
 	long long next_report = start + 60000;
 	u64 round = 0;
-	while (work.total() < want && xiw_raw::now_ms() < until) {
+	while (work.total(n.entries) < want && xiw_raw::now_ms() < until) {
 		// A long run says how far it got once a minute.
 		if (const long long now = xiw_raw::now_ms(); now >= next_report) {
 			std::printf("xiw_ring_fuzz: %lld s: %" PRIu64 " of %" PRIu64
 				    " entries (%" PRIu64 " of them here) in %" PRIu64 " connections\n",
-				    (now - start) / 1000, work.total(), want, n.entries, n.connections);
+				    (now - start) / 1000, work.total(n.entries), want, n.entries,
+				    n.connections);
 			std::fflush(stdout);
 			next_report = now + 60000;
 		}
@@ -313,7 +314,7 @@ int run(const char *addr, const char *port, u64 want, int seconds, u64 seed)
 		});
 		u32 sq_prod = p.sq()->producer, rq_prod = p.rq()->producer;
 		bool failed = false;
-		for (int step = 0; step < 400 && !failed && work.total() < want &&
+		for (int step = 0; step < 400 && !failed && work.total(n.entries) < want &&
 				   xiw_raw::now_ms() < until;
 		     step++) {
 			const u32 k = 1 + g.below(8);
@@ -383,10 +384,11 @@ int run(const char *addr, const char *port, u64 want, int seconds, u64 seed)
 		fail("%" PRIu64 " octets of the other process's region changed", changed);
 	if (n.refused_doorbells)
 		fail("%" PRIu64 " doorbells refused (errno of the raw command)", n.refused_doorbells);
-	if (work.total() < want)
-		fail("only %" PRIu64 " of %" PRIu64 " entries in %d s", work.total(), want, seconds);
+	if (work.total(n.entries) < want)
+		fail("only %" PRIu64 " of %" PRIu64 " entries in %d s", work.total(n.entries), want,
+		     seconds);
 	pass(strf("%" PRIu64 " ring entries (%" PRIu64 " SQEs by the run's lanes), canary intact",
-		  n.entries + n.rqes, work.total()));
+		  n.entries + n.rqes, work.total(n.entries)));
 	return 0;
 }
 

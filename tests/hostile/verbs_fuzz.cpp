@@ -1115,7 +1115,8 @@ int run(const char *addr, const char *port, u64 want, int seconds, u64 seed,
 	// kernel's factor) means something hangs.
 	const long long worker_limit_ms = 600 * 1000LL * xiw_test::time_factor();
 	u64 next = replay ? *replay : 0;
-	while ((replay ? total.sequences + total.killed == 0 : work.total() < want) &&
+	while ((replay ? total.sequences + total.killed == 0
+		       : work.total(total.sequences) < want) &&
 	       xiw_raw::now_ms() < until && total.failure.empty()) {
 		const int count = replay ? 1 : sequences_per_worker;
 		int lines[2];
@@ -1182,11 +1183,11 @@ int run(const char *addr, const char *port, u64 want, int seconds, u64 seed,
 		fail("the peer process failed (status 0x%x)", status);
 	if (changed)
 		fail("%" PRIu64 " octets of the other process's region changed", changed);
-	if (!replay && work.total() < want)
-		fail("only %" PRIu64 " of %" PRIu64 " sequences in %d s", work.total(), want,
-		     seconds);
+	if (!replay && work.total(total.sequences) < want)
+		fail("only %" PRIu64 " of %" PRIu64 " sequences in %d s",
+		     work.total(total.sequences), want, seconds);
 	pass(strf("%" PRIu64 " sequences (%" PRIu64 " by the run's lanes), canary intact",
-		  total.sequences, work.total()));
+		  total.sequences, work.total(total.sequences)));
 	return 0;
 }
 
