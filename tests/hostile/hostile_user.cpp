@@ -7,7 +7,7 @@
 //                    qp_steal ADDR PORT | connect_destroy ADDR PORT |
 //                    create_fault ADDR PORT |
 //                    scribbled_sink ADDR PORT | long_verify ADDR PORT |
-//                    query_states ADDR PORT
+//                    send_stream ADDR PORT | query_states ADDR PORT
 //   xiw_hostile_user rq_producer | sq_producer | sq_creep | cq_overflow |
 //                    read_sges
 // Each case prints "xiw_hostile_user CASE: ...: ok" or "...: FAIL: why" and
@@ -68,6 +68,18 @@
 //                one and iw_cm's own came after it, on a QP being freed:
 //                "refcount_t: addition on 0; use-after-free", and
 //                "underflow" as the failed connect let it go.)
+//   send_stream  RDMA Writes of 64 octets posted for 4 s from CPU 0, as
+//                fast as the SQ takes them, to a raw peer on PORT that reads
+//                all it gets, the doorbell rung on CPU 1 each millisecond,
+//                each socket send made 1 ms slower (xiw_delay.ko, loaded by
+//                hostile_user.sh) so that the ring never runs dry;
+//                preemption switched to "none" where the kernel allows,
+//                the soft lockup detector at 2 s.  An 8-octet Read on a
+//                connection on PORT+1, due from CPU 1 after 1 s, must
+//                complete within 2 s of that.  (Regression: one run of the
+//                transmit loop went on for as long as work came, without
+//                yielding: a soft lockup of CPU 1, and every other QP's
+//                work queued behind it.)
 //   qp_steal     rdma_connect with qp_num = a QP of another process (in
 //                Init): EINVAL, no connection reaches the peer on PORT, the
 //                other QP stays in Init.  (Regression: it was bound.)
@@ -1970,12 +1982,208 @@ int run_connect_destroy(const char *addr, const char *port)
 	return 0;
 }
 
+// ---------------------------------------------------------------------------
+// send_stream: a consumer whose SQ never runs dry, to a peer that reads as
+// fast as it gets
+
+// Preemption at "none" while it lives, where the kernel can switch it at
+// run time (PREEMPT_DYNAMIC, with SCHED_DEBUG's file): kernel code then
+// yields only where it calls cond_resched(), as in a PREEMPT_NONE build,
+// so a loop that never does is reported by the soft lockup detector.
+class preemption_none {
+	static constexpr const char *path = "/sys/kernel/debug/sched/preempt";
+	std::string before;
+
+public:
+	preemption_none()
+	{
+		// "none (voluntary) full": the model in use is in parentheses.
+		std::string line;
+		std::getline(std::ifstream(path), line);
+		const std::size_t open = line.find('('), close = line.find(')');
+		if (open == std::string::npos || close < open)
+			return;
+		before = line.substr(open + 1, close - open - 1);
+		if (!(std::ofstream(path) << "none\n"))
+			xiw_test::die(path);
+	}
+	~preemption_none()
+	{
+		if (!before.empty())
+			std::ofstream(path) << before << "\n";
+	}
+	preemption_none(const preemption_none &) = delete;
+	preemption_none &operator=(const preemption_none &) = delete;
+	bool switched() const { return !before.empty(); }
+};
+
+constexpr u32 stream_write_len = 64;
+constexpr u32 stream_depth = 1024;
+
+// The peer: takes the MPA exchange and reads everything until DONE;
+// OCTETS counts what came after the MPA Reply.
+void draining_peer(int lfd, std::string &why, std::atomic<u64> &octets,
+		   const std::atomic<bool> &done)
+{
+	xiw_raw::mpa_stream s;
+	bytes rest;
+	const int fd = raw_connection(lfd, s, rest, "first", why);
+	if (fd < 0)
+		return;
+	octets += rest.size();
+	while (!done.load()) {
+		bytes in;
+		const long k = xiw_raw::recv_some(fd, in, 100);
+		if (k == 0 || k == -1) {
+			why = "the stream ended while the Writes went on";
+			break;
+		}
+		if (k > 0)
+			octets += static_cast<u64>(k);
+	}
+	close(fd);
+}
+
+int run_send_stream(const char *addr, const char *port)
+{
+	const std::string port2 = std::to_string(std::atoi(port) + 1);
+	constexpr auto stream_time = std::chrono::seconds(4);
+	constexpr auto read_after = std::chrono::seconds(1);
+	constexpr auto read_limit = std::chrono::seconds(2);
+	static u8 source[stream_write_len];
+	static u64 word = 0x5e11d57ea1, word_copy;
+	const int lfd = raw_listen(addr, port);
+	std::atomic<bool> done{false};
+	std::atomic<u64> octets{0};
+	std::string peer_why;
+	std::thread peer(draining_peer, lfd, std::ref(peer_why), std::ref(octets),
+			 std::cref(done));
+	u64 writes = 0, doorbells = 0, full = 0;
+	bool read_done = false;
+	ibv_wc rwc{};
+	double read_secs = 0;
+	bool switched;
+	{
+		cm_client c(addr, port);
+		ibv_cq *cq = nullptr;
+		ibv_qp *qp = c.create_qp(16, stream_depth, cq);
+		ibv_mr *smr = ibv_reg_mr(c.id->pd, source, sizeof(source), 0);
+		ibv_cq *cq2 = ibv_create_cq(c.id->verbs, 16, nullptr, nullptr, 0);
+		ibv_mr *src = ibv_reg_mr(c.id->pd, &word, sizeof(word), IBV_ACCESS_REMOTE_READ);
+		ibv_mr *dst = ibv_reg_mr(c.id->pd, &word_copy, sizeof(word_copy),
+					 IBV_ACCESS_LOCAL_WRITE);
+		ibv_qp_init_attr qa = xiw_test::rc_qp_attr(4, 1);
+		qa.send_cq = qa.recv_cq = cq2;
+		ibv_qp *a = cq2 ? ibv_create_qp(c.id->pd, &qa) : nullptr;
+		ibv_qp *b = cq2 ? ibv_create_qp(c.id->pd, &qa) : nullptr;
+		if (!qp || !smr || !src || !dst || !a || !b || !to_state(qp, IBV_QPS_INIT) ||
+		    !to_state(a, IBV_QPS_INIT) || !to_state(b, IBV_QPS_INIT))
+			xiw_test::die("objects");
+		c.connect_qp(qp);
+		{
+			loop_connection link(addr, port2.c_str());
+			link.connect(a, b);
+			preemption_none no_preemption;
+			short_watchdog watchdog;
+			switched = no_preemption.switched();
+			// The Writes are posted on CPU 0, unsignaled, as fast as the
+			// ring takes them; the doorbell rung on CPU 1 each
+			// millisecond, so that the transmit loop runs there, in this
+			// process's system call or the worker it hands over to.  Both
+			// stop by the clock: this thread, on CPU 1 too, may not get
+			// to run before.
+			const auto start = std::chrono::steady_clock::now();
+			const auto end = start + stream_time;
+			std::thread poster([&] {
+				pin_to_cpu(0);
+				xiw_test::one_sge_wr w(IBV_WR_RDMA_WRITE, source, sizeof(source),
+						       smr->lkey);
+				w.wr.send_flags = 0;
+				w.wr.wr.rdma.remote_addr = 0x1000;
+				w.wr.wr.rdma.rkey = 0x5eed;
+				while (std::chrono::steady_clock::now() < end) {
+					const int rc = w.post(qp);
+					if (rc == ENOMEM) {
+						full++;
+						std::this_thread::yield();
+					} else if (rc) {
+						xiw_test::die_rc("ibv_post_send", rc);
+					} else {
+						writes++;
+					}
+				}
+			});
+			std::thread ringer([&] {
+				pin_to_cpu(1);
+				while (std::chrono::steady_clock::now() < end) {
+					doorbells += raw_doorbell(qp);
+					std::this_thread::sleep_for(std::chrono::milliseconds(1));
+				}
+			});
+			// From CPU 1 too, while the Writes stream: an 8-octet Read on
+			// the other connection, whose answer is framed by a worker
+			// of this CPU.  Timed from when it was due: a thread that
+			// cannot get its CPU is what the case looks for too.
+			pin_to_cpu(1);
+			const auto due = start + read_after;
+			std::this_thread::sleep_until(due);
+			xiw_test::one_sge_wr r(IBV_WR_RDMA_READ, &word_copy, sizeof(word_copy),
+					       dst->lkey);
+			r.wr.wr.rdma.remote_addr = reinterpret_cast<std::uintptr_t>(&word);
+			r.wr.wr.rdma.rkey = src->rkey;
+			if (r.post(a))
+				xiw_test::die("ibv_post_send (Read)");
+			read_done = xiw_test::poll_one(cq2, rwc, 60000);
+			read_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+								  due).count();
+			poster.join();
+			ringer.join();
+		}
+		// What is still queued goes out before the peer stops reading.
+		raw_doorbell(qp);
+		std::this_thread::sleep_for(std::chrono::milliseconds(500));
+		done.store(true);
+		peer.join();
+		ibv_destroy_qp(qp);
+		for (ibv_qp *q : {a, b})
+			ibv_destroy_qp(q);
+		for (ibv_mr *m : {smr, src, dst})
+			ibv_dereg_mr(m);
+		ibv_destroy_cq(cq);
+		ibv_destroy_cq(cq2);
+	}
+	close(lfd);
+	if (!peer_why.empty())
+		fail("peer: %s", peer_why.c_str());
+	if (!read_done || rwc.status != IBV_WC_SUCCESS)
+		fail("the Read on the other connection %s",
+		     read_done ? ibv_wc_status_str(rwc.status) : "did not complete in 60 s");
+	if (word_copy != word)
+		fail("the Read brought 0x%" PRIx64 ", not 0x%" PRIx64, word_copy, word);
+	if (read_secs > std::chrono::duration<double>(read_limit).count())
+		fail("an 8-octet Read on another connection, from the transmit loop's CPU, "
+		     "completed %.1f s after it was due while %" PRIu64 " Writes streamed",
+		     read_secs, writes);
+	// The poster must have found the ring full more often than not, or
+	// the transmit loop ran dry and the case shows nothing.
+	if (full < writes)
+		fail("the ring was full for %" PRIu64 " of %" PRIu64 " posts: the kernel kept up",
+		     full, writes + full);
+	pass(strf("%" PRIu64 " Writes of %u octets from a ring of %u kept full (%" PRIu64
+		  " posts refused), %" PRIu64 " octets read by the peer, %" PRIu64
+		  " doorbells, preemption %s; an 8-octet Read on another connection "
+		  "meanwhile in %.3f s",
+		  writes, stream_write_len, stream_depth, full, octets.load(), doorbells,
+		  switched ? "none" : "as booted", read_secs));
+	return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		std::fprintf(stderr, "usage: xiw_hostile_user qp_reuse|orq_reuse|stalled_reuse|stale_rts|connect_accept|qp_steal|connect_destroy|create_fault|scribbled_sink|long_verify|query_states ADDR PORT | rq_producer | "
+		std::fprintf(stderr, "usage: xiw_hostile_user qp_reuse|orq_reuse|stalled_reuse|stale_rts|connect_accept|qp_steal|connect_destroy|create_fault|scribbled_sink|long_verify|send_stream|query_states ADDR PORT | rq_producer | "
 				     "sq_producer | sq_creep | cq_overflow | read_sges | accounting | "
 				     "memlock | after_removal\n");
 		return 2;
@@ -2003,6 +2211,8 @@ int main(int argc, char **argv)
 		return run_scribbled_sink(argv[2], argv[3]);
 	if (c == "long_verify" && argc == 4)
 		return run_long_verify(argv[2], argv[3]);
+	if (c == "send_stream" && argc == 4)
+		return run_send_stream(argv[2], argv[3]);
 	if (c == "rq_producer" || c == "sq_producer")
 		return run_bad_producer(c == "sq_producer");
 	if (c == "sq_creep")
