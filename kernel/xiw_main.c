@@ -310,16 +310,18 @@ static int __init xiw_init_module(void)
 		return err;
 	/*
 	 * Senders wait on sockets and locks, so not a tasklet.  Per-CPU
-	 * high-priority workers: a response is framed on the CPU that took
-	 * its request off the socket, without a cross-CPU wakeup.  CPU
-	 * intensive: a worker that hashes or flushes gigabytes for a peer's
-	 * Verify or Flush yields, but never sleeps, and a CPU's pool starts
-	 * its next work item only when the running one sleeps, so every other
-	 * QP of that CPU would wait for it.
+	 * workers: a response is framed on the CPU that took its request off
+	 * the socket, without a cross-CPU wakeup.  CPU intensive: a worker
+	 * that hashes or flushes gigabytes for a peer's Verify or Flush
+	 * yields, but never sleeps, and a CPU's pool starts its next work
+	 * item only when the running one sleeps, so every other QP of that
+	 * CPU would wait for it.  Not high priority: a consumer that keeps
+	 * its SQ full keeps a worker busy for as long as it likes, and at
+	 * nice -20 that worker would take all but a hundredth of its CPU from
+	 * everything at nice 0 - ksoftirqd among them, and with it every
+	 * packet that CPU receives once softirqs are deferred to it.
 	 */
-	xiw_wq = alloc_workqueue("xiw",
-				 WQ_HIGHPRI | WQ_CPU_INTENSIVE | WQ_MEM_RECLAIM,
-				 0);
+	xiw_wq = alloc_workqueue("xiw", WQ_CPU_INTENSIVE | WQ_MEM_RECLAIM, 0);
 	if (!xiw_wq)
 		return -ENOMEM;
 	err = register_netdevice_notifier(&xiw_netdev_notifier);

@@ -108,7 +108,8 @@ case_begin send_stream
 # Each socket send of the transmit loop 1 ms slower (xiw_delay.ko at the
 # entry of xiw_tx_push()), so that a consumer posting as fast as it can
 # keeps the SQ from ever running dry, and the loop must end its turn by
-# itself.  Reads on a second connection (port 7867) meanwhile.
+# itself and leave the other threads of its CPU their share of it.  Reads
+# on a second connection (port 7867) meanwhile.
 before=$(lockups)
 if race_widen_begin 1000 sites xiw_tx_push+0x0; then
 	timeout $((120 * ${XIW_TIME_FACTOR:-1})) "$bin" send_stream "$XIW_ADDR_A" 7866 ||

@@ -74,12 +74,16 @@
 //                each socket send made 1 ms slower (xiw_delay.ko, loaded by
 //                hostile_user.sh) so that the ring never runs dry;
 //                preemption switched to "none" where the kernel allows,
-//                the soft lockup detector at 2 s.  An 8-octet Read on a
-//                connection on PORT+1, due from CPU 1 after 1 s, must
-//                complete within 2 s of that.  (Regression: one run of the
-//                transmit loop went on for as long as work came, without
-//                yielding: a soft lockup of CPU 1, and every other QP's
-//                work queued behind it.)
+//                the soft lockup detector at 2 s.  Until then a thread
+//                spinning on CPU 1 must get a tenth of it, and an 8-octet
+//                Read on a connection on PORT+1, due from CPU 1 after 1 s,
+//                must complete within 2 s of that.  (Regressions: one run
+//                of the transmit loop went on for as long as work came,
+//                without yielding: a soft lockup of CPU 1, and every other
+//                QP's work queued behind it.  Then the loop yielded, but
+//                on a worker at nice -20: the thread got 1-5% of CPU 1,
+//                and ksoftirqd, starved as well, took the Read's request
+//                and answer off the sockets up to 2.8 s late.)
 //   qp_steal     rdma_connect with qp_num = a QP of another process (in
 //                Init): EINVAL, no connection reaches the peer on PORT, the
 //                other QP stays in Init.  (Regression: it was bound.)
@@ -2020,6 +2024,15 @@ public:
 constexpr u32 stream_write_len = 64;
 constexpr u32 stream_depth = 1024;
 
+// CPU time the calling thread has used, in seconds.
+double thread_cpu_seconds()
+{
+	timespec ts{};
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+		xiw_test::die("clock_gettime");
+	return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
 // The peer: takes the MPA exchange and reads everything until DONE;
 // OCTETS counts what came after the MPA Reply.
 void draining_peer(int lfd, std::string &why, std::atomic<u64> &octets,
@@ -2053,6 +2066,9 @@ int run_send_stream(const char *addr, const char *port)
 	static u8 source[stream_write_len];
 	static u64 word = 0x5e11d57ea1, word_copy;
 	const int lfd = raw_listen(addr, port);
+	// A thread at nice 0 beside the transmit loop gets half its CPU from
+	// a worker at nice 0, about a hundredth from one at nice -20.
+	constexpr double min_cpu_share = 0.1;
 	std::atomic<bool> done{false};
 	std::atomic<u64> octets{0};
 	std::string peer_why;
@@ -2061,7 +2077,7 @@ int run_send_stream(const char *addr, const char *port)
 	u64 writes = 0, doorbells = 0, full = 0;
 	bool read_done = false;
 	ibv_wc rwc{};
-	double read_secs = 0;
+	double read_secs = 0, cpu_share = 0;
 	bool switched;
 	{
 		cm_client c(addr, port);
@@ -2120,13 +2136,24 @@ int run_send_stream(const char *addr, const char *port)
 					std::this_thread::sleep_for(std::chrono::milliseconds(1));
 				}
 			});
-			// From CPU 1 too, while the Writes stream: an 8-octet Read on
-			// the other connection, whose answer is framed by a worker
-			// of this CPU.  Timed from when it was due: a thread that
-			// cannot get its CPU is what the case looks for too.
+			// From CPU 1 too, while the Writes stream: this thread spins
+			// until the Read is due, and counts the CPU time it got;
+			// then an 8-octet Read on the other connection, whose
+			// request and answer are taken off the sockets by softirqs
+			// of this CPU (ksoftirqd's, at nice 0, once they are
+			// deferred) and framed by a worker of it.  Timed from when
+			// it was due: a thread that cannot get its CPU is what the
+			// case looks for too.
 			pin_to_cpu(1);
 			const auto due = start + read_after;
-			std::this_thread::sleep_until(due);
+			const auto spin_start = std::chrono::steady_clock::now();
+			const double cpu_start = thread_cpu_seconds();
+			while (std::chrono::steady_clock::now() < due)
+				;
+			cpu_share = (thread_cpu_seconds() - cpu_start) /
+				    std::chrono::duration<double>(std::chrono::steady_clock::now() -
+								  spin_start)
+					    .count();
 			xiw_test::one_sge_wr r(IBV_WR_RDMA_READ, &word_copy, sizeof(word_copy),
 					       dst->lkey);
 			r.wr.wr.rdma.remote_addr = reinterpret_cast<std::uintptr_t>(&word);
@@ -2160,6 +2187,11 @@ int run_send_stream(const char *addr, const char *port)
 		     read_done ? ibv_wc_status_str(rwc.status) : "did not complete in 60 s");
 	if (word_copy != word)
 		fail("the Read brought 0x%" PRIx64 ", not 0x%" PRIx64, word_copy, word);
+	if (cpu_share < min_cpu_share)
+		fail("a thread at nice 0 on the transmit loop's CPU got %.1f%% of it, and an "
+		     "8-octet Read on another connection took %.1f s, while %" PRIu64
+		     " Writes streamed",
+		     100 * cpu_share, read_secs, writes);
 	if (read_secs > std::chrono::duration<double>(read_limit).count())
 		fail("an 8-octet Read on another connection, from the transmit loop's CPU, "
 		     "completed %.1f s after it was due while %" PRIu64 " Writes streamed",
@@ -2171,10 +2203,10 @@ int run_send_stream(const char *addr, const char *port)
 		     full, writes + full);
 	pass(strf("%" PRIu64 " Writes of %u octets from a ring of %u kept full (%" PRIu64
 		  " posts refused), %" PRIu64 " octets read by the peer, %" PRIu64
-		  " doorbells, preemption %s; an 8-octet Read on another connection "
-		  "meanwhile in %.3f s",
+		  " doorbells, preemption %s; a thread on the loop's CPU got %.0f%% of it, "
+		  "an 8-octet Read on another connection meanwhile took %.3f s",
 		  writes, stream_write_len, stream_depth, full, octets.load(), doorbells,
-		  switched ? "none" : "as booted", read_secs));
+		  switched ? "none" : "as booted", 100 * cpu_share, read_secs));
 	return 0;
 }
 
