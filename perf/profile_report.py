@@ -190,6 +190,8 @@ def main():
             top = ", ".join(f"{sym} {100 * n / total:.1f}%"
                             for sym, n in leaves["xiw0"].most_common(12))
             out.append(f"xiw0's hottest leaves: {top}\n")
+    out.append("User space includes the benchmark's busy polling: perftest spins on its "
+               "CQ (for xiw in xiw::poll_cq), so its share is waiting as much as work.")
     text = "\n".join(out)
     print(text)
     if len(sys.argv) > 2:
