@@ -150,7 +150,7 @@ def main():
     for bench in benches:
         devs = [dv for dv in DEVICES if (bench, dv) in rows]
         rate = {dv: float(rows[(bench, dv)]["msgs_per_s"]) for dv in devs}
-        cost, leaves = {}, {}
+        cost, leaves, busy = {}, {}, {}
         for dv in devs:
             path = os.path.join(d, f"{bench}.{dv}.script.gz")
             if not os.path.exists(path) or rate[dv] <= 0:
@@ -160,8 +160,10 @@ def main():
             stages, leaves[dv] = profile(path)
             # Every CPU takes hz samples a second, idle or not: the samples
             # tell how long the profile ran.
-            msgs = rate[dv] * sum(stages.values()) / hz / cpus
+            samples = sum(stages.values())
+            msgs = rate[dv] * samples / hz / cpus
             cost[dv] = {s: n / hz / msgs * 1e6 for s, n in stages.items()}
+            busy[dv] = cpus * (samples - stages["idle"]) / samples
         out.append(f"### {bench}\n")
         ratio = []
         for other in ("siw0", "rxe0"):
@@ -183,7 +185,7 @@ def main():
         # The profile's busy share against the kernel's own accounting: a
         # profile that missed the busy CPUs would be told by this row.
         out.append("| CPUs busy: profile / /proc/stat | " + " | ".join(
-            f"{sum(v for k, v in cost[dv].items() if k != 'idle') * rate[dv] / 1e6:.2f} / "
+            f"{busy[dv]:.2f} / "
             f"{float(rows[(bench, dv)]['busy_cpus']):.2f}" for dv in shown) + " |\n")
         if "xiw0" in leaves:
             total = sum(leaves["xiw0"].values())
