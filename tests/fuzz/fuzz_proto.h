@@ -24,12 +24,9 @@
 #include <cstring>
 #include <string>
 
-namespace xiw_fuzz {
+#include "../fixed_width.h"
 
-using u8 = std::uint8_t;
-using u16 = std::uint16_t;
-using u32 = std::uint32_t;
-using u64 = std::uint64_t;
+namespace xiw_fuzz {
 
 constexpr u32 hello_magic = 0x315a4658;  // "XFZ1"
 constexpr u32 target_magic = 0x315a4656; // "VFZ1"

@@ -4,7 +4,7 @@
 // §7.1, RFC 6581 §5), FPDU framing with CRC and markers (RFC 5044 §4,
 // §4.3) in both directions, DDP segment builders (RFC 5041 §4) and socket
 // helpers.  No policy: what to send and what to make of the answers is the
-// user's (tests/fuzz/fuzzer.cpp; tests/guest/wire_inject.cpp could use it).
+// user's (tests/fuzz/fuzzer.cpp; tests/guest/wire_inject.cpp frames with it).
 //
 // Stream positions: one mpa_stream per direction counts the octets of Full
 // Operation Phase from its first octet (the one after the MPA frame that
@@ -33,12 +33,10 @@
 #include <string>
 #include <vector>
 
+#include "../fixed_width.h"
+
 namespace xiw_raw {
 
-using u8 = std::uint8_t;
-using u16 = std::uint16_t;
-using u32 = std::uint32_t;
-using u64 = std::uint64_t;
 using bytes = std::vector<u8>;
 
 // ---------------------------------------------------------------------------

@@ -52,6 +52,19 @@ cm_pair() {
 	wait_no_conn "$chost" "$port"
 }
 
+# cm_pairs SERVER_HOST CLIENT_HOST PORT SCENARIO...: cm_pair for each
+# SCENARIO in turn, on PORT, PORT + 1, ..., the server on its host's IPv4
+# address.
+cm_pairs() {
+	local shost=$1 chost=$2 port=$3 saddr=$XIW_ADDR_A scen
+	shift 3
+	[ "$shost" = a ] || saddr=$XIW_ADDR_B
+	for scen; do
+		cm_pair "$shost" "$saddr" "$chost" "$port" "$scen" || return 1
+		port=$((port + 1))
+	done
+}
+
 # cm_refused CLIENT_HOST ADDR PORT: nobody listens, the connect fails.
 cm_refused() {
 	case_begin "refused: client on $1 to $2:$3"

@@ -11,12 +11,8 @@ set -euo pipefail
 
 cm_log_negotiation
 
-A=$XIW_ADDR_A B=$XIW_ADDR_B
-cm_pair a "$A" b 7501 cdisc
-cm_pair a "$A" b 7502 sdisc
-cm_pair a "$A" b 7503 reject
-cm_pair b "$B" a 7504 destroy
-cm_pair b "$B" a 7505 cdisc
+cm_pairs a b 7501 cdisc sdisc reject
+cm_pairs b a 7504 destroy cdisc
 
 case_begin "what the connections negotiated"
 cm_show_negotiation ""

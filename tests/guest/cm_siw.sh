@@ -12,18 +12,11 @@ set -euo pipefail
 
 cm_log_negotiation
 
-A=$XIW_ADDR_A B=$XIW_ADDR_B
 # xiw (host a) connects to siw (host b)
-cm_pair b "$B" a 7481 cdisc
-cm_pair b "$B" a 7482 sdisc
-cm_pair b "$B" a 7483 reject
-cm_pair b "$B" a 7484 destroy
+cm_pairs b a 7481 cdisc sdisc reject destroy
 # siw connects to xiw
-cm_pair a "$A" b 7485 cdisc
-cm_pair a "$A" b 7486 sdisc
-cm_pair a "$A" b 7487 reject
-cm_pair a "$A" b 7488 destroy
-cm_refused b "$A" 7489
+cm_pairs a b 7485 cdisc sdisc reject destroy
+cm_refused b "$XIW_ADDR_A" 7489
 
 case_begin "what the connections negotiated"
 cm_show_negotiation " (xiw's view)"

@@ -11,12 +11,8 @@ set -euo pipefail
 
 cm_log_negotiation
 
-A=$XIW_ADDR_A B=$XIW_ADDR_B
-cm_pair b "$B" a 7511 cdisc
-cm_pair b "$B" a 7512 sdisc
-cm_pair b "$B" a 7513 reject
-cm_pair a "$A" b 7514 cdisc
-cm_pair a "$A" b 7515 sdisc
+cm_pairs b a 7511 cdisc sdisc reject
+cm_pairs a b 7514 cdisc sdisc
 
 case_begin "what the connections negotiated"
 cm_show_negotiation " (xiw's view)"

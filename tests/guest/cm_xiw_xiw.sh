@@ -9,16 +9,10 @@
 set -euo pipefail
 . "$(dirname "$0")/cm_lib.bash"
 
-A=$XIW_ADDR_A B=$XIW_ADDR_B
-cm_pair a "$A" b 7471 cdisc
-cm_pair a "$A" b 7472 sdisc
-cm_pair a "$A" b 7473 reject
-cm_pair a "$A" b 7474 destroy
-cm_pair b "$B" a 7475 cdisc
-cm_pair b "$B" a 7476 sdisc
-cm_pair b "$B" a 7477 reject
-cm_refused b "$A" 7478
-cm_refused a "$B" 7478
+cm_pairs a b 7471 cdisc sdisc reject destroy
+cm_pairs b a 7475 cdisc sdisc reject
+cm_refused b "$XIW_ADDR_A" 7478
+cm_refused a "$XIW_ADDR_B" 7478
 # Nothing may be left behind on either device.
 case_begin "no QP or cm_id left on the devices"
 cm_no_resources_left a "$XIW_DEV_A"

@@ -22,13 +22,7 @@ dax=$(pmem_dax)
 ls -l "$dax"
 
 case_begin "xiw_commit_test: xiw0 (host a) -> xiw1 (host b), target $dax"
-log=$XIW_OUT/commit-server.log
-server_start "$log" "$commit" server -f "$dax"
-cases="pipeline pipeline_bad_hash qp_ex"
-failed=
-client_cases "$log" 300 "$cases" "$commit" client
-expect_lines "$log" \
+server_cases "$XIW_OUT/commit-server.log" 300 "pipeline pipeline_bad_hash qp_ex" \
 	'^commit server: %s: connection closed, 0 bytes changed \(record in place, pointer not written\)$' \
-	"pipeline_bad_hash"
-[ -z "$failed" ] || { echo "FAIL: xiw_commit_test:$failed"; exit 1; }
+	"pipeline_bad_hash" "$commit" client server -f "$dax"
 echo "commit pmem: ok"

@@ -190,6 +190,22 @@ expect_lines() {
 	done
 }
 
+# server_cases LOG TIMEOUT CASES LINE LINE_CASES PROGRAM CLIENT_WORDS
+# SERVER_ARGS...: `PROGRAM SERVER_ARGS...` on host b (server_start LOG),
+# `PROGRAM CLIENT_WORDS CASE` on host a for each of CASES (client_cases),
+# then a line LINE in the server's log for each of LINE_CASES
+# (expect_lines).  Exits on a failure, naming the cases that failed.
+server_cases() {
+	local log=$1 timeout=$2 cases=$3 line=$4 line_cases=$5 prog=$6 client_words
+	read -ra client_words <<<"$7"
+	shift 7
+	server_start "$log" "$prog" "$@"
+	failed=
+	client_cases "$log" "$timeout" "$cases" "$prog" "${client_words[@]}"
+	expect_lines "$log" "$line" "$line_cases"
+	[ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
+}
+
 # verbs_error_cases PROGRAM TOOL CASES [SERVER_ARGS...]: remote errors
 # through verbs between xiw0 (host a) and xiw1 (host b): PROGRAM's server on
 # host b with SERVER_ARGS, its client for each of CASES; after each, TOOL's
@@ -199,12 +215,9 @@ verbs_error_cases() {
 	shift 3
 	log=$XIW_OUT/$tool-errors-server.log
 	case_begin "remote errors through verbs (xiw0 on host a -> xiw1 on host b)"
-	server_start "$log" "$prog" server "$@"
-	failed=
-	client_cases "$log" 120 "$cases" "$prog" client
 	# One "bytes changed" report per case, every one of them zero.
-	expect_lines "$log" "^$tool server: %s: connection closed, 0 bytes changed\$" "$cases"
-	[ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
+	server_cases "$log" 120 "$cases" "^$tool server: %s: connection closed, 0 bytes changed\$" \
+		"$cases" "$prog" client server "$@"
 	echo "target memory unchanged by every failed operation"
 }
 
@@ -216,9 +229,6 @@ injected_cases() {
 	local log=$XIW_OUT/$1-wire-inject-server.log
 	local inject=${XIW_BUILD_DIR:?}/tests/guest/xiw_wire_inject
 	case_begin "crafted FPDUs from a fake peer (host a) to xiw1 (host b)"
-	server_start "$log" "$inject" listen
-	failed=
-	client_cases "$log" 60 "$2" "$inject"
-	expect_lines "$log" '^wire_inject server: %s: 0 bytes changed, 0 receives completed: ok$' "$2"
-	[ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
+	server_cases "$log" 60 "$2" '^wire_inject server: %s: 0 bytes changed, 0 receives completed: ok$' \
+		"$2" "$inject" "" listen
 }

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <type_traits>
 
 namespace xiw_test {
 
@@ -153,6 +154,60 @@ inline rdma_cm_id *listen_on(const char *who, const char *addr, const char *port
 		die("rdma_listen");
 	std::printf("%s server: listening on %s:%s%s\n", who, addr, port, note);
 	std::fflush(stdout);
+	return id;
+}
+
+// Verbs objects destroyed in the order given (QPs before their CQs, MRs
+// before their PD); null ones, whose creation failed, are passed over.
+template <typename... Objects> void destroy_all(Objects *...objects)
+{
+	const auto destroy = [](auto *object) {
+		using object_type = std::remove_pointer_t<decltype(object)>;
+		if (!object)
+			return;
+		if constexpr (std::is_same_v<object_type, ibv_qp>)
+			ibv_destroy_qp(object);
+		else if constexpr (std::is_same_v<object_type, ibv_mr>)
+			ibv_dereg_mr(object);
+		else if constexpr (std::is_same_v<object_type, ibv_cq>)
+			ibv_destroy_cq(object);
+		else if constexpr (std::is_same_v<object_type, ibv_pd>)
+			ibv_dealloc_pd(object);
+		else
+			static_assert(sizeof(object_type) == 0, "not a verbs object destroy_all knows");
+	};
+	(destroy(objects), ...);
+}
+
+// What a loop over CM events keeps of one once it is acknowledged.
+struct cm_event_seen {
+	rdma_cm_id *id;
+	rdma_cm_event_type type;
+};
+
+// The next event on CH (waits for it), acknowledged.
+inline cm_event_seen next_cm_event(rdma_event_channel *ch)
+{
+	rdma_cm_event *ev = nullptr;
+	if (rdma_get_cm_event(ch, &ev))
+		die("rdma_get_cm_event");
+	const cm_event_seen seen{ev->id, ev->event};
+	rdma_ack_cm_event(ev);
+	return seen;
+}
+
+// A listening ID on ADDR:PORT whose events (connect requests included)
+// arrive on CH (librdmacm's asynchronous API).
+inline rdma_cm_id *listen_async(rdma_event_channel *ch, const char *addr, const char *port,
+				int backlog)
+{
+	rdma_cm_id *id = nullptr;
+	if (!ch || rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP))
+		die("rdma_create_id (listener)");
+	rdma_addrinfo *res = resolve(addr, port, true);
+	if (rdma_bind_addr(id, res->ai_src_addr) || rdma_listen(id, backlog))
+		die("rdma_bind_addr/rdma_listen");
+	rdma_freeaddrinfo(res);
 	return id;
 }
 

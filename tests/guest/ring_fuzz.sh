@@ -13,19 +13,12 @@
 # canary changed, fewer entries were written, or a call failed; the
 # harness adds the kernel log and `rmmod xiw`.
 set -euo pipefail
-# shellcheck source=case_lib.bash
-source "$(dirname "$0")/case_lib.bash"
 # shellcheck source=lanes_lib.bash
 source "$(dirname "$0")/lanes_lib.bash"
 
 bin=${XIW_BUILD_DIR:?set by scripts/guest}/tests/guest/xiw_ring_fuzz
 entries=${XIW_RING_ENTRIES:-20000}
-seconds=$((${XIW_RING_SECONDS:-240} * ${XIW_TIME_FACTOR:-1}))
-lanes=${XIW_RING_LANES:-1}
-seed=()
-[ -z "${XIW_RING_SEED:-}" ] || { seed=("$XIW_RING_SEED"); lanes=1; }
-what="$entries ring entries"
-((lanes == 1)) || what+=" in $lanes lanes"
+lanes_from_env RING "$entries ring entries"
 case_begin "$what, canary intact"
 run_lanes "$lanes" "$XIW_OUT/ring_fuzz" $((seconds + 120)) "$bin" "${XIW_ADDR_A:?}" 7870 \
 	"$entries" "$seconds" "${seed[@]}"

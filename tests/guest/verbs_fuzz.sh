@@ -14,24 +14,17 @@
 # sequences ran, the canary changed, or the device's resource counts are
 # not back where they were; the harness adds the kernel log and `rmmod xiw`.
 set -euo pipefail
-# shellcheck source=case_lib.bash
-source "$(dirname "$0")/case_lib.bash"
 # shellcheck source=lanes_lib.bash
 source "$(dirname "$0")/lanes_lib.bash"
 
 bin=${XIW_BUILD_DIR:?set by scripts/guest}/tests/guest/xiw_verbs_fuzz
 sequences=${XIW_VERBS_SEQUENCES:-2000}
-seconds=$((${XIW_VERBS_SECONDS:-240} * ${XIW_TIME_FACTOR:-1}))
-lanes=${XIW_VERBS_LANES:-1}
-seed=()
-[ -z "${XIW_VERBS_SEED:-}" ] || { seed=("$XIW_VERBS_SEED"); lanes=1; }
+lanes_from_env VERBS "$sequences random verbs sequences"
 
 # "pd 0 cq 0 qp 0 cm_id 0 mr 0 ctx 0 srq 0" of the device.
 counts() {
 	rdma resource show | sed -n "s/^[0-9]*: ${XIW_DEV_A:?}: *//p"
 }
-what="$sequences random verbs sequences"
-((lanes == 1)) || what+=" in $lanes lanes"
 case_begin "$what"
 before=$(counts)
 echo "resources before: $before"

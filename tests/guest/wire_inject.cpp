@@ -171,6 +171,8 @@
 #include <xiw/crc32c.h>
 #include <xiw/wire.h>
 
+#include "../fixed_width.h"
+#include "../fuzz/raw_peer.h"
 #include "rdma_test_util.h"
 
 #include <arpa/inet.h>
@@ -199,9 +201,8 @@ namespace {
 using xiw_test::die;
 using xiw_test::wait_disconnect;
 using xiw_test::resolve;
-using u8 = std::uint8_t;
-using u32 = std::uint32_t;
-using u64 = std::uint64_t;
+using xiw_raw::bytes_of;
+using xiw_raw::mpa_stream;
 
 constexpr u32 pd_magic = 0x78697749; // "xiwI"
 constexpr std::size_t buf_size = 4096;
@@ -621,76 +622,33 @@ bool recv_all(int fd, void *p, std::size_t n, const char *what)
 	return true;
 }
 
-template <class T> std::vector<u8> bytes_of(const T &h)
-{
-	const auto *b = reinterpret_cast<const u8 *>(&h);
-	return {b, b + sizeof(h)};
-}
-
-// One direction of Full Operation Phase.  pos is the stream position P of
-// RFC 5044 §4.3: octets since the first octet after the MPA Request or
-// Reply (and its private data) that opened this direction, markers
-// included.  markers: whether this direction carries them, i.e. whether
-// its receiver set M in its own Request or Reply (§7.1).  crc: whether
-// the connection uses the CRC, i.e. C was set in the Request or the Reply
-// (§7.1); without it the CRC field is sent as 0 and not checked.
-struct mpa_dir {
-	bool markers = false;
-	u32 pos = 0;
-	bool crc = true;
-};
-
-// The stream octets of one FPDU starting at D.pos (RFC 5044 §4, §4.3):
-// HDR (ULPDU_Length and ULPDU: LEN octets, without markers), its pad, the
-// markers due among them and the CRC over all of these.  A marker at the
-// FPDU's first octet is its own, precedes ULPDU_Length and has FPDUPTR 0,
-// or LEAD_PTR (bad_marker) if that is not 0; every other marker has the
-// distance back to ULPDU_Length.  ULPDU_Length and the pad ignore markers
-// (they are 4 octets at 4-aligned positions), so HDR is as without them.
-// Advances D.pos.
-std::vector<u8> frame_fpdu(mpa_dir &d, const void *hdr, std::size_t len,
+// The stream octets of one FPDU starting at D.pos (xiw_raw::frame_fpdu).
+// D is one direction of Full Operation Phase: with markers if its receiver
+// set M in its own Request or Reply, with the CRC if C was set in the
+// Request or the Reply (RFC 5044 §7.1).  HDR is ULPDU_Length and ULPDU,
+// LEN octets.  A marker at the FPDU's first octet has FPDUPTR LEAD_PTR
+// (bad_marker) instead of 0 if that is not 0.
+std::vector<u8> frame_fpdu(mpa_stream &d, const void *hdr, std::size_t len,
 			   std::uint16_t lead_ptr = 0)
 {
 	const auto *h = static_cast<const u8 *>(hdr);
 	const auto ulpdu = static_cast<unsigned>(len - XIW_MPA_HDR_LEN);
-	if ((static_cast<unsigned>(h[0]) << 8 | h[1]) != ulpdu)
+	if (xiw_raw::get_be16(h) != ulpdu)
 		fail("framing an FPDU whose ULPDU_Length is not its %u octets", ulpdu);
-	const u32 start = d.pos;
-	const bool lead = d.markers && xiw_mpa_marker_gap(start) == 0;
-	const u32 len_pos = start + (lead ? XIW_MPA_MARKER_LEN : 0);
-	if (lead_ptr && !lead)
-		fail("no leading marker at P=%u to make FPDUPTR %u of", start, lead_ptr);
-
-	std::vector<u8> out;
-	auto marker_if_due = [&] {
-		const u32 p = start + static_cast<u32>(out.size());
-		if (!d.markers || xiw_mpa_marker_gap(p))
-			return;
-		xiw_mpa_marker m{};
-		xiw_mpa_marker_set(&m, p, p == start ? p : len_pos);
-		if (p == start && lead_ptr)
-			m.fpdu_ptr = xiw_cpu_to_be16(lead_ptr);
-		const std::vector<u8> mb = bytes_of(m);
-		out.insert(out.end(), mb.begin(), mb.end());
-	};
-	for (std::size_t i = 0; i < len + xiw_mpa_pad_len(ulpdu); i++) {
-		marker_if_due();
-		out.push_back(i < len ? h[i] : 0);
-	}
-	marker_if_due(); // between the pad and the CRC: counted into the CRC
-	xiw_mpa_trailer t{};
-	xiw_mpa_put_crc(&t, d.crc ? xiw_crc32c(out.data(), out.size()) : 0);
-	const std::vector<u8> tb = bytes_of(t);
-	out.insert(out.end(), tb.begin(), tb.end());
-	d.pos += static_cast<u32>(out.size());
-	return out;
+	if (lead_ptr && !(d.markers && xiw_mpa_marker_gap(d.pos) == 0))
+		fail("no leading marker at P=%u to make FPDUPTR %u of", d.pos, lead_ptr);
+	xiw_raw::frame_opts o;
+	o.lead_marker_ptr = lead_ptr;
+	return xiw_raw::frame_fpdu(d, h, len, o);
 }
 
 // One FPDU from D's stream on FD: ULPDU_Length + ULPDU, markers stripped
 // (each FPDUPTR checked, RFC 5044 §4.3), pad and CRC (over the stream
 // octets, markers included) checked and dropped; empty at the end of the
-// stream.  Advances D.pos.
-std::vector<u8> read_fpdu(int fd, mpa_dir &d)
+// stream.  Advances D.pos.  Unlike xiw_raw::fpdu_reader, which parses what
+// it is given, this takes no octet of the socket beyond the FPDU: the
+// cases read what follows their own way.
+std::vector<u8> read_fpdu(int fd, mpa_stream &d)
 {
 	const u32 start = d.pos;
 	std::vector<u8> raw; // the FPDU as on the stream, for the CRC
@@ -866,7 +824,7 @@ std::vector<u8> atomic_request(const inject_target &t, unsigned aop, u64 to, u32
 //    2056          (c), 88 octets;  2144: (d), 52 octets;  end at 2196
 // Without markers the same FPDUs are 1004, 1032, 88 and 52 octets long.
 // SEGS gets the FPDUs without pad, CRC or markers.
-std::vector<u8> good_stream(mpa_dir &tx, const inject_target &t,
+std::vector<u8> good_stream(mpa_stream &tx, const inject_target &t,
 			    std::vector<std::vector<u8>> &segs)
 {
 	std::vector<u8> data(marker_data_len);
@@ -904,7 +862,7 @@ std::vector<u8> good_stream(mpa_dir &tx, const inject_target &t,
 // The Read Response to read_request(LEN) from RX's stream on FD: its
 // segments to the sink, in order, until the Last one; fails on anything
 // else.
-std::vector<u8> read_response(int fd, mpa_dir &rx, std::size_t len)
+std::vector<u8> read_response(int fd, mpa_stream &rx, std::size_t len)
 {
 	std::vector<u8> got;
 	for (;;) {
@@ -949,7 +907,7 @@ std::vector<u8> read_response(int fd, mpa_dir &rx, std::size_t len)
 
 // The good marker cases after the MPA exchange: good_stream, then Read
 // Response FPDUs until the Last one, compared with what was written.
-int run_markers(int fd, const inject_target &t, mpa_dir &tx, mpa_dir &rx, const std::string &which)
+int run_markers(int fd, const inject_target &t, mpa_stream &tx, mpa_stream &rx, const std::string &which)
 {
 	std::vector<std::vector<u8>> segs;
 	const std::vector<u8> out = good_stream(tx, t, segs);
@@ -1027,7 +985,7 @@ template <typename Expected> held_read read_until_end(int fd, Expected expected)
 // Read Requests, the bad Send, the Sends behind it in a segment of their
 // own (xiw drops the rest of the segment it failed in), 1 s, then
 // everything xiw sends, parsed once the stream ended.
-int run_terminate_last(int fd, const inject_target &t, mpa_dir &tx)
+int run_terminate_last(int fd, const inject_target &t, mpa_stream &tx)
 {
 	constexpr u32 reads = 4; // the listener's IRD
 	constexpr u32 sends_behind = 16;
@@ -1082,7 +1040,7 @@ int run_terminate_last(int fd, const inject_target &t, mpa_dir &tx)
 // frmr_read_after_invalidate after the MPA exchange (no markers either
 // way): the Read Request, the Send with Invalidate, then everything xiw
 // sends, parsed once the stream ended.
-int run_frmr_read_after_invalidate(int fd, const inject_target &t, mpa_dir &tx)
+int run_frmr_read_after_invalidate(int fd, const inject_target &t, mpa_stream &tx)
 {
 	const auto fill = static_cast<u8>(t.word0);
 	const std::vector<u8> rh = read_request(t, t.len);
@@ -1119,7 +1077,7 @@ int run_frmr_read_after_invalidate(int fd, const inject_target &t, mpa_dir &tx)
 // Request of the whole buffer; 1 s later, while its Read Response waits
 // for TCP, the FetchAdd of its last word; then the Read Response and the
 // Atomic Response, which must both show the word as it was before.
-int run_read_before_atomic(int fd, const inject_target &t, mpa_dir &tx, mpa_dir &rx)
+int run_read_before_atomic(int fd, const inject_target &t, mpa_stream &tx, mpa_stream &rx)
 {
 	const std::vector<u8> rh = read_request(t, t.len);
 	const std::vector<u8> fr = frame_fpdu(tx, rh.data(), rh.size());
@@ -1157,7 +1115,7 @@ int run_read_before_atomic(int fd, const inject_target &t, mpa_dir &tx, mpa_dir 
 // read_after_dereg after the MPA exchange (no CRC, no markers): the Read
 // Request of the whole buffer, which the listener deregisters and rewrites
 // (to pattern2) 2 s later; 4 s after the Request, everything xiw sends.
-int run_read_after_dereg(int fd, const inject_target &t, mpa_dir &tx)
+int run_read_after_dereg(int fd, const inject_target &t, mpa_stream &tx)
 {
 	const std::vector<u8> rh = read_request(t, t.len);
 	const std::vector<u8> fr = frame_fpdu(tx, rh.data(), rh.size());
@@ -1178,7 +1136,7 @@ int run_read_after_dereg(int fd, const inject_target &t, mpa_dir &tx)
 
 // One Send message from RX's stream on FD (untagged, QN 0, up to the
 // segment with L), its payload; fails on anything else.
-std::vector<u8> read_send_message(int fd, mpa_dir &rx, const char *what)
+std::vector<u8> read_send_message(int fd, mpa_stream &rx, const char *what)
 {
 	std::vector<u8> got;
 	for (;;) {
@@ -1204,7 +1162,7 @@ std::vector<u8> read_send_message(int fd, mpa_dir &rx, const char *what)
 // the listener's Sends to fill TCP, the Read Request, then the first Send
 // and the Read Response read; the Send telling the listener to
 // deregister, 2 s, and the second Send read.
-int run_dereg_after_read(int fd, const inject_target &t, mpa_dir &tx, mpa_dir &rx)
+int run_dereg_after_read(int fd, const inject_target &t, mpa_stream &tx, mpa_stream &rx)
 {
 	std::this_thread::sleep_for(std::chrono::seconds(1));
 	const std::vector<u8> rh = read_request(t, t.len);
@@ -1249,7 +1207,7 @@ int run_dereg_after_read(int fd, const inject_target &t, mpa_dir &tx, mpa_dir &r
 
 // kernel_ext_unnegotiated after the MPA exchange: 3 s in which nothing may
 // arrive.
-int run_kernel_ext_unnegotiated(int fd, mpa_dir &rx)
+int run_kernel_ext_unnegotiated(int fd, mpa_stream &rx)
 {
 	pollfd pfd{fd, POLLIN, 0};
 	if (poll(&pfd, 1, 3000) == 0) {
@@ -1358,7 +1316,7 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 		return 0;
 	}
 	// Full Operation Phase starts here in both directions (RFC 5044 §4.3).
-	mpa_dir tx{reply_m, 0, crc}, rx{ask_markers, 0, crc};
+	mpa_stream tx{reply_m, crc, 0}, rx{ask_markers, crc, 0};
 	if (marker_good_case(which))
 		return run_markers(fd, t, tx, rx, which);
 	if (which == "read_before_atomic")
@@ -1681,7 +1639,7 @@ int run_selfcheck()
 		die("socketpair");
 	const inject_target t{pd_magic, 0x1234, 0x10000, buf_size, 0, 0, 0, 0};
 	for (const bool markers : {false, true}) {
-		mpa_dir tx{markers}, rx{markers};
+		mpa_stream tx{markers}, rx{markers};
 		std::vector<std::vector<u8>> segs;
 		const std::vector<u8> wire = good_stream(tx, t, segs);
 		if (wire.size() != (markers ? 2196u : 2176u))

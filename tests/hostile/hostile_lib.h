@@ -27,10 +27,6 @@
 namespace xiw_hostile {
 
 using xiw_raw::bytes;
-using xiw_raw::u16;
-using xiw_raw::u32;
-using xiw_raw::u64;
-using xiw_raw::u8;
 
 // Program and case, for "PROGRAM CASE: ...: ok | FAIL: why".
 inline const char *g_tool = "";
@@ -353,14 +349,9 @@ struct loop_connection {
 	std::unique_ptr<cm_client> conn_a;
 	const char *addr, *port;
 
-	loop_connection(const char *a, const char *p) : addr(a), port(p)
+	loop_connection(const char *a, const char *p)
+		: listen_id(xiw_test::listen_async(lch, a, p, 4)), addr(a), port(p)
 	{
-		if (!lch || rdma_create_id(lch, &listen_id, nullptr, RDMA_PS_TCP))
-			xiw_test::die("rdma_create_id (listener)");
-		rdma_addrinfo *res = xiw_test::resolve(addr, port, true);
-		if (rdma_bind_addr(listen_id, res->ai_src_addr) || rdma_listen(listen_id, 4))
-			xiw_test::die("rdma_bind_addr/rdma_listen");
-		rdma_freeaddrinfo(res);
 	}
 	~loop_connection()
 	{

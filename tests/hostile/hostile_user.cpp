@@ -668,25 +668,48 @@ int run_after_removal()
 	return 0;
 }
 
-// The soft lockup detector at its shortest while it lives
-// (kernel.watchdog_thresh = 1: a CPU that does not schedule for 2 s is
-// reported; hashing 512 MiB takes 3 to 5 s in a TCG guest), as it was
-// before after.  Only around the Verify: pinning and releasing 512 MiB
-// may take longer than that in one go.
-class short_watchdog {
-	static constexpr const char *path = "/proc/sys/kernel/watchdog_thresh";
+// A kernel setting (a file under /proc or /sys) at VALUE while this lives,
+// as it was before after.  The value in force is the file's first line,
+// or with IN_PARENS the word in parentheses there ("none (voluntary)
+// full"); where none is found nothing is changed.
+class kernel_setting {
+	const char *path;
 	std::string before;
 
 public:
-	short_watchdog()
+	kernel_setting(const char *file, const char *value, bool in_parens) : path(file)
 	{
-		std::ifstream(path) >> before;
-		if (before.empty() || !(std::ofstream(path) << "1\n"))
+		std::getline(std::ifstream(path), before);
+		if (in_parens) {
+			const std::size_t open = before.find('('), close = before.find(')');
+			before = open == std::string::npos || close < open
+					 ? ""
+					 : before.substr(open + 1, close - open - 1);
+		}
+		if (!before.empty() && !(std::ofstream(path) << value << "\n"))
+			xiw_test::die(path);
+	}
+	~kernel_setting()
+	{
+		if (!before.empty())
+			std::ofstream(path) << before << "\n";
+	}
+	kernel_setting(const kernel_setting &) = delete;
+	kernel_setting &operator=(const kernel_setting &) = delete;
+	bool changed() const { return !before.empty(); }
+};
+
+// The soft lockup detector at its shortest while it lives
+// (kernel.watchdog_thresh = 1: a CPU that does not schedule for 2 s is
+// reported; hashing 512 MiB takes 3 to 5 s in a TCG guest).  Only around
+// the Verify: pinning and releasing 512 MiB may take longer than that in
+// one go.
+struct short_watchdog : kernel_setting {
+	short_watchdog() : kernel_setting("/proc/sys/kernel/watchdog_thresh", "1", false)
+	{
+		if (!changed())
 			xiw_test::die("kernel.watchdog_thresh");
 	}
-	~short_watchdog() { std::ofstream(path) << before << "\n"; }
-	short_watchdog(const short_watchdog &) = delete;
-	short_watchdog &operator=(const short_watchdog &) = delete;
 };
 
 // Keeps the calling thread on CPU (the kernel queues a thread's work items
@@ -890,12 +913,7 @@ int run_scribbled_sink(const char *addr, const char *port)
 		stop = true;
 		owner.join();
 	}
-	ibv_destroy_qp(a);
-	ibv_destroy_qp(b);
-	ibv_dereg_mr(mr_a);
-	ibv_dereg_mr(mr_b);
-	ibv_destroy_cq(cq_a);
-	ibv_destroy_cq(cq_b);
+	xiw_test::destroy_all(a, b, mr_a, mr_b, cq_a, cq_b);
 	if (ok < writes)
 		fail("Write %d of %d ended with %s while the sink's owner wrote to it", ok + 1,
 		     writes, ibv_wc_status_str(wc.status));
@@ -1994,31 +2012,9 @@ int run_connect_destroy(const char *addr, const char *port)
 // run time (PREEMPT_DYNAMIC, with SCHED_DEBUG's file): kernel code then
 // yields only where it calls cond_resched(), as in a PREEMPT_NONE build,
 // so a loop that never does is reported by the soft lockup detector.
-class preemption_none {
-	static constexpr const char *path = "/sys/kernel/debug/sched/preempt";
-	std::string before;
-
-public:
-	preemption_none()
-	{
-		// "none (voluntary) full": the model in use is in parentheses.
-		std::string line;
-		std::getline(std::ifstream(path), line);
-		const std::size_t open = line.find('('), close = line.find(')');
-		if (open == std::string::npos || close < open)
-			return;
-		before = line.substr(open + 1, close - open - 1);
-		if (!(std::ofstream(path) << "none\n"))
-			xiw_test::die(path);
-	}
-	~preemption_none()
-	{
-		if (!before.empty())
-			std::ofstream(path) << before << "\n";
-	}
-	preemption_none(const preemption_none &) = delete;
-	preemption_none &operator=(const preemption_none &) = delete;
-	bool switched() const { return !before.empty(); }
+struct preemption_none : kernel_setting {
+	// "none (voluntary) full": the model in use is in parentheses.
+	preemption_none() : kernel_setting("/sys/kernel/debug/sched/preempt", "none", true) {}
 };
 
 constexpr u32 stream_write_len = 64;
@@ -2101,7 +2097,7 @@ int run_send_stream(const char *addr, const char *port)
 			link.connect(a, b);
 			preemption_none no_preemption;
 			short_watchdog watchdog;
-			switched = no_preemption.switched();
+			switched = no_preemption.changed();
 			// The Writes are posted on CPU 0, unsignaled, as fast as the
 			// ring takes them; the doorbell rung on CPU 1 each
 			// millisecond, so that the transmit loop runs there, in this

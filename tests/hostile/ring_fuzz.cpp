@@ -92,13 +92,7 @@ struct pair {
 	~pair()
 	{
 		link.reset();
-		ibv_destroy_qp(a);
-		ibv_destroy_qp(b);
-		ibv_dereg_mr(mr_a);
-		ibv_dereg_mr(mr_b);
-		ibv_destroy_cq(cq_a);
-		ibv_destroy_cq(cq_b);
-		ibv_dealloc_pd(pd_b);
+		xiw_test::destroy_all(a, b, mr_a, mr_b, cq_a, cq_b, pd_b);
 	}
 	void post_b_recv(u64 id)
 	{

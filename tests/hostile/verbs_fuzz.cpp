@@ -72,13 +72,7 @@ void peer_post_recvs(peer_conn &c, ibv_mr *mr)
 [[noreturn]] void run_peer(const char *addr, const char *port, int parent, int report)
 {
 	rdma_event_channel *ch = rdma_create_event_channel();
-	rdma_cm_id *listen = nullptr;
-	if (!ch || rdma_create_id(ch, &listen, nullptr, RDMA_PS_TCP))
-		xiw_test::die("peer: rdma_create_id");
-	rdma_addrinfo *res = xiw_test::resolve(addr, port, true);
-	if (rdma_bind_addr(listen, res->ai_src_addr) || rdma_listen(listen, 64))
-		xiw_test::die("peer: rdma_bind_addr/rdma_listen");
-	rdma_freeaddrinfo(res);
+	rdma_cm_id *listen = xiw_test::listen_async(ch, addr, port, 64);
 	ibv_pd *pd = ibv_alloc_pd(listen->verbs);
 	static u8 region[peer_region_len];
 	ibv_mr *mr = pd ? ibv_reg_mr(pd, region, sizeof(region),
@@ -109,12 +103,7 @@ void peer_post_recvs(peer_conn &c, ibv_mr *mr)
 		}
 		if (!(pfd[0].revents & POLLIN))
 			continue;
-		rdma_cm_event *ev = nullptr;
-		if (rdma_get_cm_event(ch, &ev))
-			xiw_test::die("peer: rdma_get_cm_event");
-		rdma_cm_id *id = ev->id;
-		const rdma_cm_event_type type = ev->event;
-		rdma_ack_cm_event(ev);
+		const auto [id, type] = xiw_test::next_cm_event(ch);
 		if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
 			peer_conn c{id, nullptr, 0};
 			ibv_qp_init_attr a = xiw_test::rc_qp_attr(16, 32);

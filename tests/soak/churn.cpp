@@ -115,13 +115,7 @@ volatile std::sig_atomic_t g_terminate = 0;
 int run_server(const char *addr, const char *port, int seconds)
 {
 	rdma_event_channel *ch = rdma_create_event_channel();
-	rdma_cm_id *listen = nullptr;
-	if (!ch || rdma_create_id(ch, &listen, nullptr, RDMA_PS_TCP))
-		xiw_test::die("rdma_create_id");
-	rdma_addrinfo *res = xiw_test::resolve(addr, port, true);
-	if (rdma_bind_addr(listen, res->ai_src_addr) || rdma_listen(listen, 256))
-		xiw_test::die("rdma_bind_addr/rdma_listen");
-	rdma_freeaddrinfo(res);
+	rdma_cm_id *listen = xiw_test::listen_async(ch, addr, port, 256);
 	ibv_pd *pd = ibv_alloc_pd(listen->verbs);
 	alignas(4096) static u8 region[max_slots * slot_len];
 	static u8 inbox[msg_len];
@@ -144,12 +138,7 @@ int run_server(const char *addr, const char *port, int seconds)
 		pollfd p{ch->fd, POLLIN, 0};
 		if (poll(&p, 1, 100) <= 0)
 			continue;
-		rdma_cm_event *ev = nullptr;
-		if (rdma_get_cm_event(ch, &ev))
-			xiw_test::die("rdma_get_cm_event");
-		rdma_cm_id *id = ev->id;
-		const rdma_cm_event_type type = ev->event;
-		rdma_ack_cm_event(ev);
+		const auto [id, type] = xiw_test::next_cm_event(ch);
 		if (id == listen && type == RDMA_CM_EVENT_DEVICE_REMOVAL)
 			break;	// the device went away (the soak's link phase)
 		if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {

@@ -82,12 +82,9 @@ private:
 			fail("%u MRs are fewer than the %u the QPs use", mrs_wanted_, 2 * n_);
 		ch_ = rdma_create_event_channel();
 		client_ch_ = rdma_create_event_channel();
-		if (!ch_ || !client_ch_ || rdma_create_id(ch_, &listen_, nullptr, RDMA_PS_TCP))
-			xiw_test::die("rdma_create_id");
-		rdma_addrinfo *res = xiw_test::resolve(addr_, port_, true);
-		if (rdma_bind_addr(listen_, res->ai_src_addr) || rdma_listen(listen_, 1024))
-			xiw_test::die("rdma_bind_addr/rdma_listen");
-		rdma_freeaddrinfo(res);
+		if (!client_ch_)
+			xiw_test::die("rdma_create_event_channel");
+		listen_ = xiw_test::listen_async(ch_, addr_, port_, 1024);
 		ctx_ = listen_->verbs;
 		fcntl(ctx_->async_fd, F_SETFL, fcntl(ctx_->async_fd, F_GETFL) | O_NONBLOCK);
 		pd_ = ibv_alloc_pd(ctx_);
