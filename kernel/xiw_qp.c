@@ -445,7 +445,7 @@ void xiw_qp_llp_unbind(struct xiw_qp *qp)
 /* The kernel verbs opcode of each work-request opcode, XIW_NO_VERB. */
 static const int xiw_ib_wr_opcodes[] = {
 #define XIW_IB_WR_OF(wr, nm, rv, wire, wc, fl, smin, smax, slen, ibv, ib, dv, \
-			aop)						\
+			aop, args)					\
 	[wr] = ib,
 	XIW_WR_OPCODES(XIW_IB_WR_OF)
 #undef XIW_IB_WR_OF
@@ -498,43 +498,24 @@ static int xiw_fill_sqe(struct xiw_sqe *sqe, const struct ib_send_wr *wr,
 	/* The 64-bit immediate whose value is the 32 bits sent. */
 	if (wi->flags & XIW_WRF_IMM)
 		sqe->operand[0] = be32_to_cpu(wr->ex.imm_data);
-	/* The peer's STag (a Send's) or ours (a local invalidation's). */
-	switch (wr->opcode) {
-	case IB_WR_SEND_WITH_INV:
-	case IB_WR_LOCAL_INV:
-	case IB_WR_RDMA_READ_WITH_INV:
+	/* The peer's STag (a Send's) or ours (the others'). */
+	if (wi->args & XIW_ARG_INVALIDATE)
 		sqe->invalidate_rkey = wr->ex.invalidate_rkey;
-		break;
-	default:
-		break;
-	}
-	switch (wr->opcode) {
-	case IB_WR_RDMA_WRITE:
-	case IB_WR_RDMA_WRITE_WITH_IMM:
-	case IB_WR_RDMA_READ:
-	case IB_WR_RDMA_READ_WITH_INV:
+	if (wi->args & XIW_ARG_RDMA) {
 		sqe->remote_addr = rdma_wr(wr)->remote_addr;
 		sqe->rkey = rdma_wr(wr)->rkey;
-		break;
-	case IB_WR_ATOMIC_FETCH_AND_ADD:
-	case IB_WR_ATOMIC_CMP_AND_SWP:
+	}
+	if (wi->args & XIW_ARG_ATOMIC) {
 		sqe->remote_addr = atomic_wr(wr)->remote_addr;
 		sqe->rkey = atomic_wr(wr)->rkey;
-		/* The unmasked atomics, with neutral masks (see xiw_sqe). */
-		sqe->operand[0] = atomic_wr(wr)->compare_add;
-		if (wr->opcode == IB_WR_ATOMIC_CMP_AND_SWP) {
-			sqe->operand[1] = atomic_wr(wr)->swap;
-			sqe->operand[2] = ~0ULL;
-			sqe->operand[3] = ~0ULL;
-		}
-		break;
-	case IB_WR_REG_MR:
+		xiw_sqe_atomic_args(sqe, wi, atomic_wr(wr)->compare_add,
+				    atomic_wr(wr)->swap);
+	}
+	if (wi->args & XIW_ARG_REG) {
 		sqe->operand[0] = (uintptr_t)reg_wr(wr)->mr;
 		sqe->operand[1] = reg_wr(wr)->access;
 		sqe->rkey = reg_wr(wr)->key;
 		return 0;
-	default:
-		break;
 	}
 
 	if (!(wr->send_flags & IB_SEND_INLINE && wi->flags & XIW_WRF_INLINE)) {

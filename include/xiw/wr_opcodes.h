@@ -63,8 +63,40 @@ enum {
 };
 
 /*
+ * struct xiw_wr_info.args: what of a verbs work request (libibverbs'
+ * struct ibv_send_wr, kernel verbs' struct ib_send_wr and the structures
+ * around it) the SQE takes besides the SGEs, the flags and the Immediate
+ * Data of XIW_WRF_IMM.  Where verbs keeps an opcode's operands is the
+ * verbs ABI's choice; what the SQE makes of them is its operand[] layout
+ * (uapi/rdma/xiw-abi.h).
+ */
+enum {
+	/* ex.invalidate_rkey into invalidate_rkey */
+	XIW_ARG_INVALIDATE = 1 << 0,
+	/* remote_addr and rkey of wr.rdma (libibverbs) or rdma_wr() */
+	XIW_ARG_RDMA = 1 << 1,
+	/*
+	 * remote_addr and rkey of wr.atomic (libibverbs) or atomic_wr(), and
+	 * compare_add into operand[0]
+	 */
+	XIW_ARG_ATOMIC = 1 << 2,
+	/*
+	 * with XIW_ARG_ATOMIC, swap into operand[1] and the masks of a plain
+	 * CmpSwap (every bit compared and swapped, RFC 7306 §5.1.2)
+	 */
+	XIW_ARG_SWAP = 1 << 3,
+	/*
+	 * with XIW_ARG_ATOMIC, the low 16 bits of swap into operand[1]: a
+	 * Flush's type and level, where rdma-core >= 45 puts them
+	 */
+	XIW_ARG_FLUSH_SELECT = 1 << 4,
+	/* mr, access and key of reg_wr() (kernel consumers) */
+	XIW_ARG_REG = 1 << 5,
+};
+
+/*
  * X(wr, name, rv, wire, wc, flags, sge_min, sge_max, sge_len, ibv, ib, dv,
- *   aop)
+ *   aop, args)
  *   wr        enum xiw_wr_opcode; rows are in its order
  *   rv, wire  the RDMAP version and opcode of the message it sends (the
  *             first, without Solicited Event; XIW_OP_NONE for local work)
@@ -78,77 +110,89 @@ enum {
  *             (enum xiwdv_wr_ext_opcode)
  *   aop       the AOpCode of its Atomic Request (RFC 7306 §5.2.1 Figure 5;
  *             0 for other messages)
+ *   args      XIW_ARG_*: its operands in a verbs work request (the ibv
+ *             and ib columns' opcodes)
  * Sources: RFC 5040 §4.2, §5.1; RFC 7306 §4, §5.1, §6.3; draft-talpey §2,
  * §4; draft-wood §4.1, §5.3.
  */
 #define XIW_WR_OPCODES(X)						\
-	X(XIW_WR_SEND, "Send", XIW_RDMAP_RV1, XIW_OP_SEND, XIW_WC_SEND,	\
-	  XIW_WRF_INLINE, 0, XIW_MAX_SGE, 0,				\
-	  IBV_WR_SEND, IB_WR_SEND, XIW_NO_VERB, 0)			\
-	X(XIW_WR_SEND_WITH_IMM, "Send with Immediate Data", XIW_RDMAP_RV2, \
-	  XIW_OP2_SEND_IMM, XIW_WC_SEND,				\
-	  XIW_WRF_EXT | XIW_WRF_IMM | XIW_WRF_INLINE, 0, XIW_MAX_SGE, 0, \
-	  IBV_WR_SEND_WITH_IMM, IB_WR_SEND_WITH_IMM,			\
-	  XIWDV_WR_SEND_WITH_IMM64, 0)					\
+	X(XIW_WR_SEND, "Send", XIW_RDMAP_RV1, XIW_OP_SEND,		\
+	  XIW_WC_SEND, XIW_WRF_INLINE, 0, XIW_MAX_SGE, 0, IBV_WR_SEND,	\
+	  IB_WR_SEND, XIW_NO_VERB, 0, 0)				\
+	X(XIW_WR_SEND_WITH_IMM, "Send with Immediate Data",		\
+	  XIW_RDMAP_RV2, XIW_OP2_SEND_IMM, XIW_WC_SEND,			\
+	  XIW_WRF_EXT | XIW_WRF_IMM | XIW_WRF_INLINE, 0, XIW_MAX_SGE,	\
+	  0, IBV_WR_SEND_WITH_IMM, IB_WR_SEND_WITH_IMM,			\
+	  XIWDV_WR_SEND_WITH_IMM64, 0, 0)				\
 	X(XIW_WR_SEND_WITH_INV, "Send with Invalidate", XIW_RDMAP_RV1,	\
 	  XIW_OP_SEND_INV, XIW_WC_SEND,					\
 	  XIW_WRF_INLINE | XIW_WRF_INVALIDATE, 0, XIW_MAX_SGE, 0,	\
-	  IBV_WR_SEND_WITH_INV, IB_WR_SEND_WITH_INV, XIW_NO_VERB, 0)	\
-	X(XIW_WR_RDMA_WRITE, "RDMA Write", XIW_RDMAP_RV1, XIW_OP_WRITE,	\
-	  XIW_WC_RDMA_WRITE, XIW_WRF_INLINE | XIW_WRF_TAGGED, 0,	\
-	  XIW_MAX_SGE, 0, IBV_WR_RDMA_WRITE, IB_WR_RDMA_WRITE, XIW_NO_VERB, \
-	  0)								\
-	X(XIW_WR_RDMA_WRITE_WITH_IMM, "RDMA Write with Immediate Data",	\
-	  XIW_RDMAP_RV1, XIW_OP_WRITE, XIW_WC_RDMA_WRITE,		\
-	  XIW_WRF_EXT | XIW_WRF_IMM | XIW_WRF_INLINE | XIW_WRF_TAGGED, 0, \
-	  XIW_MAX_SGE, 0, IBV_WR_RDMA_WRITE_WITH_IMM,			\
-	  IB_WR_RDMA_WRITE_WITH_IMM, XIWDV_WR_RDMA_WRITE_WITH_IMM64, 0)	\
-	X(XIW_WR_RDMA_READ, "RDMA Read", XIW_RDMAP_RV1, XIW_OP_READ_REQ,	\
-	  XIW_WC_RDMA_READ, XIW_WRF_REQUEST, 0, XIW_MAX_SGE_RD, 0,	\
-	  IBV_WR_RDMA_READ, IB_WR_RDMA_READ, XIW_NO_VERB, 0)		\
+	  IBV_WR_SEND_WITH_INV, IB_WR_SEND_WITH_INV, XIW_NO_VERB, 0,	\
+	  XIW_ARG_INVALIDATE)						\
+	X(XIW_WR_RDMA_WRITE, "RDMA Write", XIW_RDMAP_RV1,		\
+	  XIW_OP_WRITE, XIW_WC_RDMA_WRITE,				\
+	  XIW_WRF_INLINE | XIW_WRF_TAGGED, 0, XIW_MAX_SGE, 0,		\
+	  IBV_WR_RDMA_WRITE, IB_WR_RDMA_WRITE, XIW_NO_VERB, 0,		\
+	  XIW_ARG_RDMA)							\
+	X(XIW_WR_RDMA_WRITE_WITH_IMM,					\
+	  "RDMA Write with Immediate Data", XIW_RDMAP_RV1,		\
+	  XIW_OP_WRITE, XIW_WC_RDMA_WRITE,				\
+	  XIW_WRF_EXT | XIW_WRF_IMM | XIW_WRF_INLINE | XIW_WRF_TAGGED,	\
+	  0, XIW_MAX_SGE, 0, IBV_WR_RDMA_WRITE_WITH_IMM,		\
+	  IB_WR_RDMA_WRITE_WITH_IMM, XIWDV_WR_RDMA_WRITE_WITH_IMM64,	\
+	  0, XIW_ARG_RDMA)						\
+	X(XIW_WR_RDMA_READ, "RDMA Read", XIW_RDMAP_RV1,			\
+	  XIW_OP_READ_REQ, XIW_WC_RDMA_READ, XIW_WRF_REQUEST, 0,	\
+	  XIW_MAX_SGE_RD, 0, IBV_WR_RDMA_READ, IB_WR_RDMA_READ,		\
+	  XIW_NO_VERB, 0, XIW_ARG_RDMA)					\
 	X(XIW_WR_ATOMIC_FETCH_ADD, "FetchAdd", XIW_RDMAP_RV1,		\
 	  XIW_OP_ATOMIC_REQ, XIW_WC_FETCH_ADD,				\
 	  XIW_WRF_REQUEST | XIW_WRF_EXT, 1, 1, 8,			\
 	  IBV_WR_ATOMIC_FETCH_AND_ADD, IB_WR_ATOMIC_FETCH_AND_ADD,	\
-	  XIW_NO_VERB, XIW_AOP_FETCH_ADD)				\
+	  XIW_NO_VERB, XIW_AOP_FETCH_ADD, XIW_ARG_ATOMIC)		\
 	X(XIW_WR_ATOMIC_CMP_SWAP, "CmpSwap", XIW_RDMAP_RV1,		\
 	  XIW_OP_ATOMIC_REQ, XIW_WC_COMP_SWAP,				\
 	  XIW_WRF_REQUEST | XIW_WRF_EXT, 1, 1, 8,			\
-	  IBV_WR_ATOMIC_CMP_AND_SWP, IB_WR_ATOMIC_CMP_AND_SWP, XIW_NO_VERB, \
-	  XIW_AOP_CMP_SWAP)						\
+	  IBV_WR_ATOMIC_CMP_AND_SWP, IB_WR_ATOMIC_CMP_AND_SWP,		\
+	  XIW_NO_VERB, XIW_AOP_CMP_SWAP,				\
+	  XIW_ARG_ATOMIC | XIW_ARG_SWAP)				\
 	X(XIW_WR_MASKED_FETCH_ADD, "Masked FetchAdd", XIW_RDMAP_RV1,	\
 	  XIW_OP_ATOMIC_REQ, XIW_WC_MASKED_FETCH_ADD,			\
-	  XIW_WRF_REQUEST | XIW_WRF_EXT, 1, 1, 8,			\
-	  XIW_NO_VERB, XIW_NO_VERB, XIWDV_WR_MASKED_FETCH_ADD,		\
-	  XIW_AOP_FETCH_ADD)						\
+	  XIW_WRF_REQUEST | XIW_WRF_EXT, 1, 1, 8, XIW_NO_VERB,		\
+	  XIW_NO_VERB, XIWDV_WR_MASKED_FETCH_ADD, XIW_AOP_FETCH_ADD,	\
+	  0)								\
 	X(XIW_WR_MASKED_CMP_SWAP, "Masked CmpSwap", XIW_RDMAP_RV1,	\
 	  XIW_OP_ATOMIC_REQ, XIW_WC_MASKED_COMP_SWAP,			\
-	  XIW_WRF_REQUEST | XIW_WRF_EXT, 1, 1, 8,			\
-	  XIW_NO_VERB, XIW_NO_VERB, XIWDV_WR_MASKED_CMP_SWAP,		\
-	  XIW_AOP_CMP_SWAP)						\
+	  XIW_WRF_REQUEST | XIW_WRF_EXT, 1, 1, 8, XIW_NO_VERB,		\
+	  XIW_NO_VERB, XIWDV_WR_MASKED_CMP_SWAP, XIW_AOP_CMP_SWAP, 0)	\
 	X(XIW_WR_IMMEDIATE_DATA, "Immediate Data", XIW_RDMAP_RV1,	\
-	  XIW_OP_IMM, XIW_WC_IMMEDIATE_DATA, XIW_WRF_EXT | XIW_WRF_IMM, 0, \
-	  0, 0, XIW_NO_VERB, XIW_NO_VERB, XIWDV_WR_IMMEDIATE_DATA, 0)	\
+	  XIW_OP_IMM, XIW_WC_IMMEDIATE_DATA,				\
+	  XIW_WRF_EXT | XIW_WRF_IMM, 0, 0, 0, XIW_NO_VERB,		\
+	  XIW_NO_VERB, XIWDV_WR_IMMEDIATE_DATA, 0, 0)			\
 	X(XIW_WR_FLUSH, "RDMA Flush", XIW_RDMAP_RV1, XIW_OP_FLUSH_REQ,	\
 	  XIW_WC_FLUSH, XIW_WRF_REQUEST | XIW_WRF_EXT, 0, 0, 0,		\
-	  XIWDV_WR_FLUSH, XIW_NO_VERB, XIWDV_WR_FLUSH_EXT, 0)		\
+	  XIWDV_WR_FLUSH, XIW_NO_VERB, XIWDV_WR_FLUSH_EXT, 0,		\
+	  XIW_ARG_ATOMIC | XIW_ARG_FLUSH_SELECT)			\
 	X(XIW_WR_ATOMIC_WRITE, "Atomic Write", XIW_RDMAP_RV1,		\
 	  XIW_OP_ATOMIC_WRITE_REQ, XIW_WC_ATOMIC_WRITE,			\
-	  XIW_WRF_REQUEST | XIW_WRF_EXT, 0, 0, 0,			\
-	  IBV_WR_ATOMIC_WRITE, XIW_NO_VERB, XIW_NO_VERB, 0)		\
-	X(XIW_WR_VERIFY, "RDMA Verify", XIW_RDMAP_RV1, XIW_OP_VERIFY_REQ, \
-	  XIW_WC_VERIFY, XIW_WRF_REQUEST | XIW_WRF_EXT, 1, 2, 0,	\
-	  XIW_NO_VERB, XIW_NO_VERB, XIWDV_WR_VERIFY, 0)			\
+	  XIW_WRF_REQUEST | XIW_WRF_EXT, 0, 0, 0, IBV_WR_ATOMIC_WRITE,	\
+	  XIW_NO_VERB, XIW_NO_VERB, 0, XIW_ARG_ATOMIC)			\
+	X(XIW_WR_VERIFY, "RDMA Verify", XIW_RDMAP_RV1,			\
+	  XIW_OP_VERIFY_REQ, XIW_WC_VERIFY,				\
+	  XIW_WRF_REQUEST | XIW_WRF_EXT, 1, 2, 0, XIW_NO_VERB,		\
+	  XIW_NO_VERB, XIWDV_WR_VERIFY, 0, 0)				\
 	X(XIW_WR_LOCAL_INV, "Local Invalidate", 0, XIW_OP_NONE,		\
 	  XIW_WC_LOCAL_INV, XIW_WRF_LOCAL | XIW_WRF_KERNEL, 0, 0, 0,	\
-	  XIW_NO_VERB, IB_WR_LOCAL_INV, XIW_NO_VERB, 0)			\
-	X(XIW_WR_REG_MR, "Fast Register", 0, XIW_OP_NONE, XIW_WC_REG_MR,	\
-	  XIW_WRF_LOCAL | XIW_WRF_KERNEL, 0, 0, 0,			\
-	  XIW_NO_VERB, IB_WR_REG_MR, XIW_NO_VERB, 0)			\
+	  XIW_NO_VERB, IB_WR_LOCAL_INV, XIW_NO_VERB, 0,			\
+	  XIW_ARG_INVALIDATE)						\
+	X(XIW_WR_REG_MR, "Fast Register", 0, XIW_OP_NONE,		\
+	  XIW_WC_REG_MR, XIW_WRF_LOCAL | XIW_WRF_KERNEL, 0, 0, 0,	\
+	  XIW_NO_VERB, IB_WR_REG_MR, XIW_NO_VERB, 0, XIW_ARG_REG)	\
 	X(XIW_WR_RDMA_READ_WITH_INV, "RDMA Read with Invalidate",	\
 	  XIW_RDMAP_RV1, XIW_OP_READ_REQ, XIW_WC_RDMA_READ,		\
 	  XIW_WRF_REQUEST | XIW_WRF_KERNEL, 0, XIW_MAX_SGE_RD, 0,	\
-	  XIW_NO_VERB, IB_WR_RDMA_READ_WITH_INV, XIW_NO_VERB, 0)
+	  XIW_NO_VERB, IB_WR_RDMA_READ_WITH_INV, XIW_NO_VERB, 0,	\
+	  XIW_ARG_RDMA | XIW_ARG_INVALIDATE)
 
 /*
  * X(wc, ibv, ib): each completion opcode (enum xiw_wc_opcode) and what
@@ -207,15 +251,16 @@ struct xiw_wr_info {
 	__u8 sge_max;
 	__u32 sge_len;		/* of each SGE; 0: any */
 	__u8 aop;		/* an Atomic Request's AOpCode */
+	__u8 args;		/* XIW_ARG_* */
 };
 
 #define XIW_WR_INFO_INIT(wr, nm, rv, wire, wc, fl, smin, smax, slen, ibv, ib, \
-			 dv, aop)					\
+			 dv, aop, args)					\
 	{ nm, (__u8)(wr), (__u8)(rv), (__u8)(wire), (__u8)(wc),	\
 	  (__u16)(fl), (__u8)(smin), (__u8)(smax), (__u32)(slen),	\
-	  (__u8)(aop) },
+	  (__u8)(aop), (__u8)(args) },
 #define XIW_WR_COUNT_ONE(wr, nm, rv, wire, wc, fl, smin, smax, slen, ibv, ib, \
-			 dv, aop) +1
+			 dv, aop, args) +1
 
 XIW_STATIC_ASSERT(0 XIW_WR_OPCODES(XIW_WR_COUNT_ONE) == XIW_WR_NUM_OPCODES,
 		  "one row per work-request opcode");
@@ -256,6 +301,25 @@ static inline int xiw_wr_sge_count_ok(const struct xiw_wr_info *wi,
 static inline int xiw_wr_sge_len_ok(const struct xiw_wr_info *wi, __u32 len)
 {
 	return !wi->sge_len || len == wi->sge_len;
+}
+
+/*
+ * The operands that a verbs work request of opcode @wi keeps in its atomic
+ * fields (XIW_ARG_ATOMIC: compare_add, swap) into @sqe's operand[], which
+ * the post zeroed.
+ */
+static inline void xiw_sqe_atomic_args(struct xiw_sqe *sqe,
+				       const struct xiw_wr_info *wi,
+				       __u64 compare_add, __u64 swap)
+{
+	sqe->operand[0] = compare_add;
+	if (wi->args & XIW_ARG_SWAP) {
+		sqe->operand[1] = swap;
+		sqe->operand[2] = ~(__u64)0;
+		sqe->operand[3] = ~(__u64)0;
+	}
+	if (wi->args & XIW_ARG_FLUSH_SELECT)
+		sqe->operand[1] = swap & 0xffff;
 }
 
 /*

@@ -30,9 +30,9 @@ namespace xiw {
 // (xiwdv.h names rdma-core 44's missing values with C casts.)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wold-style-cast"
-#define XIW_IBV_WR_OF(wr, nm, rv, wire, wc, fl, smin, smax, slen, ibv, ib, dv, aop) \
+#define XIW_IBV_WR_OF(wr, nm, rv, wire, wc, fl, smin, smax, slen, ibv, ib, dv, aop, args) \
 	static_cast<int>(ibv),
-#define XIW_DV_WR_OF(wr, nm, rv, wire, wc, fl, smin, smax, slen, ibv, ib, dv, aop) \
+#define XIW_DV_WR_OF(wr, nm, rv, wire, wc, fl, smin, smax, slen, ibv, ib, dv, aop, args) \
 	static_cast<int>(dv),
 inline constexpr std::array<int, XIW_WR_NUM_OPCODES> ibv_wr_opcodes{
 	XIW_WR_OPCODES(XIW_IBV_WR_OF)};

@@ -129,49 +129,20 @@ int sqe_begin_verbs(xiw_sqe &sqe, const ibv_send_wr &wr) noexcept
 	if (!op)
 		return EOPNOTSUPP;
 	sqe_begin(sqe, wr.wr_id, wr.send_flags, *op);
-	// The fields of ibv_send_wr that each verbs opcode uses.  (An int:
-	// rdma-core 44's enum has no Flush.)
-	switch (static_cast<int>(wr.opcode)) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_READ:
-		sqe.remote_addr = wr.wr.rdma.remote_addr;
-		sqe.rkey = wr.wr.rdma.rkey;
-		break;
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		sqe.remote_addr = wr.wr.rdma.remote_addr;
-		sqe.rkey = wr.wr.rdma.rkey;
+	// The fields of ibv_send_wr that the opcode uses (its row's args).
+	const xiw_wr_info &wi = *xiw_wr_lookup(*op);
+	if (wi.flags & XIW_WRF_IMM)
 		sqe.operand[0] = imm64_of(wr.imm_data);
-		break;
-	case IBV_WR_SEND_WITH_IMM:
-		sqe.operand[0] = imm64_of(wr.imm_data);
-		break;
-	case IBV_WR_SEND_WITH_INV:
+	if (wi.args & XIW_ARG_INVALIDATE)
 		sqe.invalidate_rkey = wr.invalidate_rkey;
-		break;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		sqe_set_atomic(sqe, wr.wr.atomic.rkey, wr.wr.atomic.remote_addr,
-			       fetch_add_operands(wr.wr.atomic.compare_add));
-		break;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		sqe_set_atomic(sqe, wr.wr.atomic.rkey, wr.wr.atomic.remote_addr,
-			       cmp_swap_operands(wr.wr.atomic.compare_add,
-						 wr.wr.atomic.swap));
-		break;
-	case ibv_wr_opcodes[XIW_WR_FLUSH]:
-		// Length in compare_add; type and level in the low bytes of
-		// swap, as rdma-core >= 45 lays them out.
-		sqe.rkey = wr.wr.atomic.rkey;
+	if (wi.args & XIW_ARG_RDMA) {
+		sqe.remote_addr = wr.wr.rdma.remote_addr;
+		sqe.rkey = wr.wr.rdma.rkey;
+	}
+	if (wi.args & XIW_ARG_ATOMIC) {
 		sqe.remote_addr = wr.wr.atomic.remote_addr;
-		sqe.operand[0] = wr.wr.atomic.compare_add;
-		sqe.operand[1] = wr.wr.atomic.swap & 0xffff;
-		break;
-	case IBV_WR_ATOMIC_WRITE:
 		sqe.rkey = wr.wr.atomic.rkey;
-		sqe.remote_addr = wr.wr.atomic.remote_addr;
-		sqe.operand[0] = wr.wr.atomic.compare_add;
-		break;
-	default:
-		break;
+		xiw_sqe_atomic_args(&sqe, &wi, wr.wr.atomic.compare_add, wr.wr.atomic.swap);
 	}
 	return 0;
 }

@@ -3,6 +3,7 @@
 // table: every opcode has its row, in order; each message a row sends is
 // an RDMAP opcode of its version whose properties agree with the row's
 // (RFC 5040 §4.2, RFC 7306 §4.1, draft-talpey §2, draft-wood §4.1).
+#include <iterator>
 #include <set>
 
 #include <xiw/wr_opcodes.h>
@@ -106,6 +107,55 @@ TEST(WrTable, AtomicsNameTheirAOpCode)
 		EXPECT_TRUE(adds || swaps) << wi.name;
 		EXPECT_EQ(wi.aop, adds ? XIW_AOP_FETCH_ADD : XIW_AOP_CMP_SWAP) << wi.name;
 	}
+}
+
+// Where a verbs work request keeps a row's operands (its args): the
+// peer's address in one place, only for a message that names the peer's
+// memory, and each bit on the kind of row it is for.
+TEST(WrTable, VerbsArgsFitTheRow)
+{
+	for (unsigned int op = 0; op < XIW_WR_NUM_OPCODES; op++) {
+		const xiw_wr_info &wi = *xiw_wr_lookup(op);
+		const unsigned a = wi.args;
+		EXPECT_FALSE((a & XIW_ARG_RDMA) && (a & XIW_ARG_ATOMIC)) << wi.name;
+		if (a & XIW_ARG_RDMA) {
+			EXPECT_TRUE(wi.flags & (XIW_WRF_TAGGED | XIW_WRF_REQUEST)) << wi.name;
+		}
+		if (a & XIW_ARG_ATOMIC) {
+			EXPECT_TRUE(wi.flags & XIW_WRF_REQUEST) << wi.name;
+		}
+		if (a & (XIW_ARG_SWAP | XIW_ARG_FLUSH_SELECT)) {
+			EXPECT_TRUE(a & XIW_ARG_ATOMIC) << wi.name;
+		}
+		EXPECT_FALSE((a & XIW_ARG_SWAP) && (a & XIW_ARG_FLUSH_SELECT)) << wi.name;
+		EXPECT_EQ(bool(a & XIW_ARG_REG), wi.wc == XIW_WC_REG_MR) << wi.name;
+		EXPECT_EQ(bool(a & XIW_ARG_FLUSH_SELECT), wi.wr == XIW_WR_FLUSH) << wi.name;
+		// The peer's STag to invalidate, or a kernel consumer's own.
+		if (wi.flags & XIW_WRF_INVALIDATE) {
+			EXPECT_TRUE(a & XIW_ARG_INVALIDATE) << wi.name;
+		} else if (a & XIW_ARG_INVALIDATE) {
+			EXPECT_TRUE(wi.flags & XIW_WRF_KERNEL) << wi.name;
+		}
+		// The masked CmpSwap is xiwdv's only: its masks are its own.
+		EXPECT_EQ(bool(a & XIW_ARG_SWAP), wi.wc == XIW_WC_COMP_SWAP) << wi.name;
+	}
+}
+
+// What the atomic fields of a verbs work request become in the SQE
+// (xiw-abi.h's operand[] layout).
+TEST(WrTable, VerbsAtomicArgsIntoOperands)
+{
+	auto operands = [](unsigned int op, __u64 compare_add, __u64 swap) {
+		xiw_sqe sqe{};
+		xiw_sqe_atomic_args(&sqe, xiw_wr_lookup(op), compare_add, swap);
+		return std::vector<__u64>(std::begin(sqe.operand), std::end(sqe.operand));
+	};
+	const __u64 all = ~__u64{0};
+	EXPECT_EQ(operands(XIW_WR_ATOMIC_FETCH_ADD, 5, 9), (std::vector<__u64>{5, 0, 0, 0}));
+	EXPECT_EQ(operands(XIW_WR_ATOMIC_CMP_SWAP, 1, 2), (std::vector<__u64>{1, 2, all, all}));
+	EXPECT_EQ(operands(XIW_WR_ATOMIC_WRITE, 7, 9), (std::vector<__u64>{7, 0, 0, 0}));
+	// Length; type and level in swap's low 16 bits (rdma-core >= 45).
+	EXPECT_EQ(operands(XIW_WR_FLUSH, 4096, 0xabcd0102), (std::vector<__u64>{4096, 0x0102, 0, 0}));
 }
 
 // Every completion opcode a row names has its verbs names.
