@@ -65,10 +65,12 @@ atomic_lat() { # REP NAME TYPE DEV ADDR: typical atomic latency (us)
 	record "$1" "$2" "$4" "$(awk '{print $5}' <<<"$line")" us
 }
 
-atomic_rate() { # REP NAME TYPE DEV ADDR: atomic operations per second
+# rate REP NAME TOOL DEV ADDR ARGS...: a bandwidth tool's message rate
+# (thousands of messages a second, perftest's MsgRate) with ARGS.
+rate() {
 	local line
-	line=$(perftest ib_atomic_bw "$4" "$5" -A "$3" -n 5000) || return 0
-	record "$1" "$2" "$4" "$(awk '{print $5 * 1000}' <<<"$line")" "K ops/s"
+	line=$(perftest "$3" "$4" "$5" "${@:6}" -n 5000) || return 0
+	record "$1" "$2" "$4" "$(awk '{print $5 * 1000}' <<<"$line")" "K msg/s"
 }
 
 # imm_lat REP MODE DEV ADDR: xiw_imm_lat's typical one-way latency (us) of
@@ -149,12 +151,21 @@ bench_device() { # REP DEV LABEL
 	lat "$1" "ib_read_lat 2 B" ib_read_lat 2 "$2" "$addr"
 	lat "$1" "ib_send_lat 2 B" ib_send_lat 2 "$2" "$addr"
 	rping_time "$1" "$2" "$addr"
+	# Streams of small operations: what batching buys.
+	rate "$1" "ib_write_bw 64 B rate" ib_write_bw "$2" "$addr" -s 64
+	rate "$1" "ib_send_bw 64 B rate" ib_send_bw "$2" "$addr" -s 64
+	rate "$1" "ib_read_bw 8 B -o 16 rate" ib_read_bw "$2" "$addr" -s 8 -o 16
 	# siw has no atomics and no immediate data.
 	if [ "$2" != siw0 ]; then
 		atomic_lat "$1" "ib_atomic_lat FETCH_AND_ADD" FETCH_AND_ADD "$2" "$addr"
 		atomic_lat "$1" "ib_atomic_lat CMP_AND_SWAP" CMP_AND_SWAP "$2" "$addr"
-		atomic_rate "$1" "ib_atomic_bw FETCH_AND_ADD" FETCH_AND_ADD "$2" "$addr"
-		atomic_rate "$1" "ib_atomic_bw CMP_AND_SWAP" CMP_AND_SWAP "$2" "$addr"
+		local type depth
+		for type in FETCH_AND_ADD CMP_AND_SWAP; do
+			for depth in 16 1; do
+				rate "$1" "ib_atomic_bw $type -o $depth rate" ib_atomic_bw "$2" \
+					"$addr" -A "$type" -o "$depth"
+			done
+		done
 		imm_lat "$1" write "$2" "$addr"
 		imm_lat "$1" write_imm "$2" "$addr"
 	fi

@@ -80,6 +80,16 @@ def main(csv_path, table_path, chart_path):
         lines.append("")
         lines.append("RDMA Write with Immediate / RDMA Write latency (2 B, "
                      "xiw_imm_lat medians): " + ", ".join(imm))
+    # Atomics with 16 outstanding against 1: what pipelining them buys.
+    depth = [f"{dev} {kind} {ratio(deep, one)}" for dev in DEVICES
+             for kind in ("FETCH_AND_ADD", "CMP_AND_SWAP")
+             for deep, one in [(median(f"ib_atomic_bw {kind} -o 16 rate", dev),
+                                median(f"ib_atomic_bw {kind} -o 1 rate", dev))]
+             if deep and one]
+    if depth:
+        lines.append("")
+        lines.append("ib_atomic_bw rate with 16 outstanding / with 1 (medians): "
+                     + ", ".join(depth))
     # RDMA Flush against the RDMA Read it resembles (one round trip), and
     # Atomic Write against RDMA Write (which completes once sent).
     def commit(name):
