@@ -3,11 +3,16 @@
 # The guest half of perf/run: every benchmark on every device, interleaved,
 # XIW_PERF_REPS times.  Writes $XIW_OUT/results.csv:
 #   repetition,benchmark,device,value,unit
+# XIW_PERF_ONLY (an extended regex) keeps the benchmarks whose name matches
+# and XIW_PERF_DEVICES (default "xiw0 xiw0-nocrc siw0 rxe0 tcp") the
+# devices: for quick comparisons while working on one path.
 # Server and client run on one host: with a local address perftest and rping
 # use the device that owns it on both ends.
 set -euo pipefail
 
 reps=${XIW_PERF_REPS:-3}
+only=${XIW_PERF_ONLY:-}
+devices=" ${XIW_PERF_DEVICES:-xiw0 xiw0-nocrc siw0 rxe0 tcp} "
 imm_lat_bin=${XIW_BUILD_DIR:?set by scripts/guest}/perf/xiw_imm_lat
 commit_bench_bin=$XIW_BUILD_DIR/perf/xiw_commit_bench
 csv=$XIW_OUT/results.csv
@@ -39,6 +44,11 @@ perftest() {
 	grep -E '^[[:space:]]*[0-9]+[[:space:]]+[0-9]+' "$XIW_OUT/client.log" | tail -n 1
 }
 
+# wanted NAME: whether benchmark NAME is to run (XIW_PERF_ONLY).
+wanted() {
+	[[ -z $only || $1 =~ $only ]]
+}
+
 # record REP BENCHMARK DEVICE VALUE UNIT; the device is recorded under
 # $label when bench_device set one.
 record() {
@@ -49,18 +59,21 @@ record() {
 
 lat() { # REP NAME TOOL SIZE DEV ADDR: typical latency (us)
 	local line
+	wanted "$2" || return 0
 	line=$(perftest "$3" "$5" "$6" -s "$4" -n 2000) || return 0
 	record "$1" "$2" "$5" "$(awk '{print $5}' <<<"$line")" us
 }
 
 bw() { # REP NAME TOOL SIZE DEV ADDR: average bandwidth (MB/s)
 	local line
+	wanted "$2" || return 0
 	line=$(perftest "$3" "$5" "$6" -s "$4" -n 2000) || return 0
 	record "$1" "$2" "$5" "$(awk '{print $4}' <<<"$line")" MB/s
 }
 
 atomic_lat() { # REP NAME TYPE DEV ADDR: typical atomic latency (us)
 	local line
+	wanted "$2" || return 0
 	line=$(perftest ib_atomic_lat "$4" "$5" -A "$3" -n 2000) || return 0
 	record "$1" "$2" "$4" "$(awk '{print $5}' <<<"$line")" us
 }
@@ -69,6 +82,7 @@ atomic_lat() { # REP NAME TYPE DEV ADDR: typical atomic latency (us)
 # (thousands of messages a second, perftest's MsgRate) with ARGS.
 rate() {
 	local line
+	wanted "$2" || return 0
 	line=$(perftest "$3" "$4" "$5" "${@:6}" -n 5000) || return 0
 	record "$1" "$2" "$4" "$(awk '{print $5 * 1000}' <<<"$line")" "K msg/s"
 }
@@ -77,6 +91,7 @@ rate() {
 # 2-byte RDMA Writes, with (write_imm) or without (write) immediate data.
 imm_lat() {
 	local out
+	wanted "$2 2 B (xiw_imm_lat)" || return 0
 	port=$((port + 1))
 	timeout 300 "$imm_lat_bin" server "$4" "$port" >"$XIW_OUT/server.log" 2>&1 &
 	local server=$!
@@ -95,6 +110,7 @@ imm_lat() {
 # memory is $commit_target.
 commit_bench() {
 	local out name value unit tag
+	wanted xiw_commit_bench || return 0
 	port=$((port + 1))
 	timeout 300 "$commit_bench_bin" server "$3" "$port" "$commit_target" \
 		>"$XIW_OUT/server.log" 2>&1 &
@@ -114,6 +130,7 @@ commit_bench() {
 
 rping_time() { # REP DEV ADDR: microseconds per validated ping, 200 pings
 	local start end
+	wanted "rping -C 200 (per ping)" || return 0
 	port=$((port + 1))
 	rping -s -a "$3" -p "$port" -C 200 -V >/dev/null 2>&1 &
 	local server=$!
@@ -130,6 +147,7 @@ rping_time() { # REP DEV ADDR: microseconds per validated ping, 200 pings
 
 qperf_tcp() { # REP ADDR: TCP latency and bandwidth on the same path
 	local out
+	wanted "tcp_lat 2 B" || wanted "tcp_bw 64 KiB" || return 0
 	qperf >/dev/null 2>&1 &
 	local server=$!
 	sleep 2
@@ -187,13 +205,19 @@ else
 	scratch_fs /mnt/xiw-bench
 	commit_target=/mnt/xiw-bench/commit.dat
 fi
+# bench REP DEV LABEL: bench_device, if LABEL is one of XIW_PERF_DEVICES.
+bench() {
+	[[ $devices == *" $3 "* ]] || return 0
+	bench_device "$@"
+}
+
 for rep in $(seq 1 "$reps"); do
-	bench_device "$rep" xiw0 xiw0
+	bench "$rep" xiw0 xiw0
 	# siw asks for no CRC, so siw to siw runs without: so does this row.
 	echo 0 >/sys/module/xiw/parameters/mpa_crc
-	bench_device "$rep" xiw0 xiw0-nocrc
+	bench "$rep" xiw0 xiw0-nocrc
 	echo 1 >/sys/module/xiw/parameters/mpa_crc
-	bench_device "$rep" siw0 siw0
-	bench_device "$rep" rxe0 rxe0
-	qperf_tcp "$rep" "$(addr_of xiw0)"
+	bench "$rep" siw0 siw0
+	bench "$rep" rxe0 rxe0
+	[[ $devices != *" tcp "* ]] || qperf_tcp "$rep" "$(addr_of xiw0)"
 done
