@@ -30,13 +30,20 @@
 # (was: what was framed from them went on to TCP, written since); and
 # dereg_after_read: deregistering a region a Read is done with must not
 # end the stream while a later Send still waits for TCP.
-# Then frmr_read_after_invalidate against a kernel ULP
-# (tests/kmod/xiw_frmr_victim.ko on host b): a Read Response held back by
-# a full TCP send buffer must not go on from pages its ULP got back by the
-# peer's Send with Invalidate (was: it sent them, reused).
-# Then kernel_ext_unnegotiated against the same ULP (probe_ext=1): its
+# Then, against a kernel ULP (tests/kmod/xiw_frmr_victim.ko on host b), a
+# Read Response held back by a full TCP send buffer must not go on from
+# pages the ULP got back, nor may the device write them once reused:
+#   frmr_read_after_invalidate     the peer's Send with Invalidate
+#   frmr_read_after_local_inv      the ULP's own Local Invalidate, then
+#                                  its map_mr_sg to other pages
+#   frmr_atomics_after_invalidate  a FetchAdd and an Atomic Write queued
+#                                  behind the Read, then Send with Invalidate
+# (was: the Read Response went on from the reused pages).
+# Then kernel_ext_unnegotiated against the same ULP (probe_posts=1): its
 # ib_post_send() of an RDMAP extension to a peer that did not negotiate
-# them must fail with -EOPNOTSUPP (was: accepted, then the QP failed).
+# them must fail with -EOPNOTSUPP (was: accepted, then the QP failed), and
+# that of an RDMA Read with two SGEs (max_sge_rd is 1) with -EINVAL (was:
+# accepted, then the QP failed).
 # Then destroy_connecting: an rdma_cm client on xiw1 connects to a plain
 # TCP listener on host a that never sends the MPA Reply and destroys its
 # QP meanwhile: the destroy must not wait for the peer (was: the MPA
@@ -118,25 +125,51 @@ expect_lines "$dereg_log" '^wire_inject server: %s: 0 bytes changed, 1 receives 
 	dereg_after_read
 [ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
 
-case_begin "RDMA Read after the kernel consumer invalidated its region"
 victim=${XIW_TEST_KMOD_DIR:?set by scripts/guest}/xiw_frmr_victim.ko
-insmod "$victim" addr="$XIW_ADDR_B" port=7830
-on a timeout 120 "$inject" "$XIW_ADDR_B" 7830 frmr_read_after_invalidate ||
-	failed="$failed frmr_read_after_invalidate"
-rmmod xiw_frmr_victim
-dmesg | grep xiw_frmr_victim
-dmesg | grep -q 'xiw_frmr_victim: rkey .* invalidated by the peer, pages reused' ||
-	failed="$failed frmr_read_after_invalidate(no invalidation)"
+victim_log=
+# victim_case CASE PORT PARAM...: xiw_wire_inject's CASE against
+# xiw_frmr_victim.ko loaded with PARAMs on PORT; the ULP's kernel log
+# lines of it are printed and kept in $victim_log.
+victim_case() {
+	local which=$1 port=$2 seen
+	shift 2
+	seen=$(dmesg | wc -l)
+	insmod "$victim" addr="$XIW_ADDR_B" port="$port" "$@"
+	on a timeout 120 "$inject" "$XIW_ADDR_B" "$port" "$which" ||
+		failed="$failed $which"
+	rmmod xiw_frmr_victim
+	victim_log=$(dmesg | tail -n +"$((seen + 1))" | grep xiw_frmr_victim || true)
+	echo "$victim_log"
+}
+# victim_said CASE ERE: the ULP logged a line that matches ERE.
+victim_said() {
+	grep -qE "$2" <<<"$victim_log" || failed="$failed $1(no '$2')"
+}
+untouched='xiw_frmr_victim: 0 octets of the reused pages changed since'
+
+case_begin "RDMA Read after the kernel consumer's peer invalidated its region"
+victim_case frmr_read_after_invalidate 7830
+victim_said frmr_read_after_invalidate 'invalidated by the peer, pages reused$'
+victim_said frmr_read_after_invalidate "$untouched"
 [ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
 
-case_begin "a kernel consumer posts an extension the peer did not negotiate"
-insmod "$victim" addr="$XIW_ADDR_B" port=7831 probe_ext=1
-on a timeout 60 "$inject" "$XIW_ADDR_B" 7831 kernel_ext_unnegotiated ||
-	failed="$failed kernel_ext_unnegotiated"
-rmmod xiw_frmr_victim
-dmesg | grep 'xiw_frmr_victim: Send with Immediate Data' || true
-dmesg | grep -q 'xiw_frmr_victim: Send with Immediate Data posted: -95$' ||
-	failed="$failed kernel_ext_unnegotiated(post)"
+case_begin "RDMA Read after the kernel consumer invalidated its region and mapped it anew"
+victim_case frmr_read_after_local_inv 7832 local_inv=1
+victim_said frmr_read_after_local_inv 'invalidated locally, pages reused$'
+victim_said frmr_read_after_local_inv 'region mapped to other pages: '
+victim_said frmr_read_after_local_inv "$untouched"
+[ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
+
+case_begin "Atomics queued behind an RDMA Read when the peer invalidates the region"
+victim_case frmr_atomics_after_invalidate 7833
+victim_said frmr_atomics_after_invalidate 'invalidated by the peer, pages reused$'
+victim_said frmr_atomics_after_invalidate "$untouched"
+[ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
+
+case_begin "a kernel consumer posts what its QP cannot send"
+victim_case kernel_ext_unnegotiated 7831 probe_posts=1
+victim_said kernel_ext_unnegotiated 'Send with Immediate Data posted: -95$'
+victim_said kernel_ext_unnegotiated 'RDMA Read with 2 SGEs posted: -22$'
 [ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
 
 case_begin "destroy_qp while the peer never sends its MPA Reply"

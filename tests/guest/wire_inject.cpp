@@ -72,14 +72,28 @@
 //                     read: no octet may come from after the invalidation,
 //                     and the Read Response must stop (Terminate or end of
 //                     stream) (regression: it went on from the reused pages)
+//   frmr_read_after_local_inv
+//                     the same against xiw_frmr_victim.ko loaded with
+//                     local_inv=1 and a plain Send instead: the ULP then
+//                     invalidates the STag itself (Local Invalidate),
+//                     reuses the pages and maps the region to others; the
+//                     same must hold (regression: as above)
+//   frmr_atomics_after_invalidate
+//                     frmr_read_after_invalidate with a FetchAdd of the
+//                     region's first word and an Atomic Write of its
+//                     second behind the Read Request, before the Send with
+//                     Invalidate: neither may be answered, and the ULP
+//                     finds none of its reused pages changed (regression:
+//                     both went on to the pages after the Read Response)
 //   kernel_ext_unnegotiated
-//                     against xiw_frmr_victim.ko loaded with probe_ext=1: an
-//                     MPA Request without the extensions bit, then 3 s of
-//                     listening, during which the ULP posts a Send with
-//                     Immediate Data: nothing may arrive, as the post must
-//                     fail (-EOPNOTSUPP, which the ULP logs) (regression:
-//                     the post succeeded and the QP went to Error, with a
-//                     Terminate to this peer)
+//                     against xiw_frmr_victim.ko loaded with probe_posts=1:
+//                     an MPA Request without the extensions bit, then 3 s
+//                     of listening, during which the ULP posts a Send with
+//                     Immediate Data and an RDMA Read with two SGEs:
+//                     nothing may arrive, as both posts must fail
+//                     (-EOPNOTSUPP and -EINVAL, which the ULP logs)
+//                     (regression: the posts succeeded and the QP went to
+//                     Error, with a Terminate to this peer)
 //   read_before_atomic
 //                     no MPA CRC either way (mpa_crc=0, no C in the
 //                     Request; the listener's buffer is 1 MiB): an RDMA
@@ -790,6 +804,22 @@ std::vector<u8> read_request(const inject_target &t, u64 len, u32 msn = 1)
 	return bytes_of(h);
 }
 
+// An Atomic Write Request (draft-talpey §2.3.1: Data Sink STag, Length,
+// which must be 8, Tagged Offset, Data big-endian; QN 1, MSN MSN) of
+// atomic_write_value to TO in the buffer.
+std::vector<u8> atomic_write_request(const inject_target &t, u32 len, u64 to, u32 msn = 1)
+{
+	xiw_hdr_atomic_write_req h{};
+	xiw_ctrl_set(&h.ddp.ctrl, sizeof(h) - XIW_MPA_HDR_LEN, 0, 1, XIW_RDMAP_RV1,
+		     XIW_OP_ATOMIC_WRITE_REQ);
+	xiw_untagged_set(&h.ddp, 0, XIW_QN_READ_REQ, msn, 0);
+	h.awrite.sink_stag = xiw_cpu_to_be32(t.rkey);
+	h.awrite.sink_len = xiw_cpu_to_be32(len);
+	xiw_put_be64(&h.awrite.sink_to, to);
+	xiw_put_be64(&h.awrite.data, atomic_write_value);
+	return bytes_of(h);
+}
+
 // An Atomic Request (RFC 7306 §5.2.1, QN 1, MSN MSN) with AOpCode AOP at TO
 // in the buffer: a plain 64-bit add of good_add if AOP is FetchAdd.
 std::vector<u8> atomic_request(const inject_target &t, unsigned aop, u64 to, u32 msn = 1)
@@ -981,6 +1011,13 @@ template <typename Expected> held_read read_until_end(int fd, Expected expected)
 	return r;
 }
 
+// Frames ULPDU on TX at the end of OUT.
+void append_fpdu(std::vector<u8> &out, mpa_stream &tx, const std::vector<u8> &ulpdu)
+{
+	const std::vector<u8> f = frame_fpdu(tx, ulpdu.data(), ulpdu.size());
+	out.insert(out.end(), f.begin(), f.end());
+}
+
 // terminate_last after the MPA exchange (no markers either way): the
 // Read Requests, the bad Send, the Sends behind it in a segment of their
 // own (xiw drops the rest of the segment it failed in), 1 s, then
@@ -991,10 +1028,6 @@ int run_terminate_last(int fd, const inject_target &t, mpa_stream &tx)
 	constexpr u32 sends_behind = 16;
 	constexpr u8 bad_qn = 5;
 	std::vector<u8> out;
-	auto add = [&](const std::vector<u8> &ulpdu) {
-		const std::vector<u8> f = frame_fpdu(tx, ulpdu.data(), ulpdu.size());
-		out.insert(out.end(), f.begin(), f.end());
-	};
 	auto send_then_wait = [&](std::chrono::milliseconds pause) {
 		send_all(fd, out.data(), out.size());
 		out.clear();
@@ -1008,10 +1041,10 @@ int run_terminate_last(int fd, const inject_target &t, mpa_stream &tx)
 		std::vector<u8> seg = bytes_of(h);
 		for (std::size_t k = 0; k < first_send_len; k++)
 			seg.push_back(send_pattern(k));
-		add(seg);
+		append_fpdu(out, tx, seg);
 	};
 	for (u32 msn = 1; msn <= reads; msn++)
-		add(read_request(t, t.len, msn));
+		append_fpdu(out, tx, read_request(t, t.len, msn));
 	send_then_wait(std::chrono::milliseconds(500));
 	send_message(bad_qn, 1);
 	send_then_wait(std::chrono::milliseconds(200));
@@ -1037,34 +1070,48 @@ int run_terminate_last(int fd, const inject_target &t, mpa_stream &tx)
 	return 0;
 }
 
-// frmr_read_after_invalidate after the MPA exchange (no markers either
-// way): the Read Request, the Send with Invalidate, then everything xiw
-// sends, parsed once the stream ended.
-int run_frmr_read_after_invalidate(int fd, const inject_target &t, mpa_stream &tx)
+// The cases against xiw_frmr_victim.ko that make it take its pages back.
+bool frmr_case(const std::string &which)
+{
+	return which == "frmr_read_after_invalidate" || which == "frmr_read_after_local_inv" ||
+	       which == "frmr_atomics_after_invalidate";
+}
+
+// A frmr_case after the MPA exchange (no markers either way): the Read
+// Request of the whole region and the case's requests behind it, 2 s
+// later the Send on which the ULP takes its pages back (with Invalidate
+// of the STag unless the ULP invalidates it itself), 2 s later everything
+// xiw sends, parsed once the stream ended.
+int run_frmr_case(int fd, const inject_target &t, mpa_stream &tx, const std::string &which)
 {
 	const auto fill = static_cast<u8>(t.word0);
-	const std::vector<u8> rh = read_request(t, t.len);
-	std::vector<u8> fr = frame_fpdu(tx, rh.data(), rh.size());
-	send_all(fd, fr.data(), fr.size());
+	std::vector<u8> out;
+	append_fpdu(out, tx, read_request(t, t.len, 1));
+	if (which == "frmr_atomics_after_invalidate") {
+		append_fpdu(out, tx, atomic_request(t, XIW_AOP_FETCH_ADD, t.addr, 2));
+		append_fpdu(out, tx, atomic_write_request(t, XIW_ATOMIC_WRITE_LEN, t.addr + sizeof(u64), 3));
+	}
+	send_all(fd, out.data(), out.size());
 	std::this_thread::sleep_for(std::chrono::seconds(2));
 
+	const bool local_inv = which == "frmr_read_after_local_inv";
 	xiw_ddp_untagged_hdr sh{};
 	constexpr std::size_t send_len = 16;
 	xiw_ctrl_set(&sh.ctrl, XIW_DDP_UNTAGGED_HLEN + send_len, 0, 1, XIW_RDMAP_RV1,
-		     XIW_OP_SEND_INV);
-	xiw_untagged_set(&sh, t.rkey, XIW_QN_SEND, 1, 0);
+		     local_inv ? XIW_OP_SEND : XIW_OP_SEND_INV);
+	xiw_untagged_set(&sh, local_inv ? 0 : t.rkey, XIW_QN_SEND, 1, 0);
 	std::vector<u8> seg = bytes_of(sh);
 	seg.resize(seg.size() + send_len, 0x11);
-	fr = frame_fpdu(tx, seg.data(), seg.size());
+	const std::vector<u8> fr = frame_fpdu(tx, seg.data(), seg.size());
 	send_all(fd, fr.data(), fr.size());
 	std::this_thread::sleep_for(std::chrono::seconds(2));
 
 	const held_read r = read_until_end(fd, [fill](std::size_t, u8 b) { return b == fill; });
 	const std::size_t read_back = r.read_back, reused = r.unexpected;
 	const std::string &end = r.end;
-	std::printf("wire_inject frmr_read_after_invalidate: %zu of %" PRIu64
+	std::printf("wire_inject %s: %zu of %" PRIu64
 		    " octets read back, %zu of them from the reused pages, then %s",
-		    read_back, t.len, reused, end.c_str());
+		    which.c_str(), read_back, t.len, reused, end.c_str());
 	if (reused || read_back >= t.len) {
 		std::printf(": FAIL\n");
 		return 1;
@@ -1246,8 +1293,7 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 		die("socket");
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (which == "frmr_read_after_invalidate" || which == "terminate_last" ||
-	    read_held_case(which)) {
+	if (frmr_case(which) || which == "terminate_last" || read_held_case(which)) {
 		// A small window: the Read Response fills xiw's send buffer.
 		const int small = 4096;
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
@@ -1333,19 +1379,7 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 	bool expect_response = false;
 	std::uint16_t lead_ptr = 0;
 	auto atomic = [&](unsigned aop, u64 to) { sent = atomic_request(t, aop, to); };
-	// draft-talpey §2.3.1: Data Sink STag, Length (must be 8), Tagged
-	// Offset, Data (big-endian).
-	auto atomic_write = [&](u32 len, u64 to) {
-		xiw_hdr_atomic_write_req h{};
-		xiw_ctrl_set(&h.ddp.ctrl, sizeof(h) - XIW_MPA_HDR_LEN, 0, 1, XIW_RDMAP_RV1,
-			     XIW_OP_ATOMIC_WRITE_REQ);
-		xiw_untagged_set(&h.ddp, 0, XIW_QN_READ_REQ, 1, 0);
-		h.awrite.sink_stag = xiw_cpu_to_be32(t.rkey);
-		h.awrite.sink_len = xiw_cpu_to_be32(len);
-		xiw_put_be64(&h.awrite.sink_to, to);
-		xiw_put_be64(&h.awrite.data, atomic_write_value);
-		sent = bytes_of(h);
-	};
+	auto atomic_write = [&](u32 len, u64 to) { sent = atomic_write_request(t, len, to); };
 	unsigned resp_opcode = XIW_OP_ATOMIC_RESP;
 	if (which == "bad_aopcode") {
 		atomic(0x5, t.addr);
@@ -1439,8 +1473,8 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 		std::printf("wire_inject %s: reset after %zu of %zu octets: ok\n", which.c_str(),
 			    stalled_write_sent, stalled_write_len);
 		return 0;
-	} else if (which == "frmr_read_after_invalidate") {
-		return run_frmr_read_after_invalidate(fd, t, tx);
+	} else if (frmr_case(which)) {
+		return run_frmr_case(fd, t, tx, which);
 	} else if (which == "read_after_dereg") {
 		return run_read_after_dereg(fd, t, tx);
 	} else if (which == "dereg_after_read") {
