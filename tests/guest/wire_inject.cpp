@@ -1087,6 +1087,9 @@ bool frmr_case(const std::string &which)
 int run_frmr_case(int fd, const inject_target &t, mpa_stream &tx, const std::string &which)
 {
 	const auto fill = static_cast<u8>(t.word0);
+	// The ULP advertised the STag with its accept, but its Register work
+	// request runs only once the QP is in RTS, as the connection comes up.
+	std::this_thread::sleep_for(std::chrono::seconds(1));
 	std::vector<u8> out;
 	append_fpdu(out, tx, read_request(t, t.len, 1));
 	if (which == "frmr_atomics_after_invalidate") {
