@@ -129,47 +129,49 @@ victim=${XIW_TEST_KMOD_DIR:?set by scripts/guest}/xiw_frmr_victim.ko
 victim_log=
 # victim_case CASE PORT PARAM...: xiw_wire_inject's CASE against
 # xiw_frmr_victim.ko loaded with PARAMs on PORT; the ULP's kernel log
-# lines of it are printed and kept in $victim_log.
+# lines of it (from its "listening on" line: each case has its own PORT)
+# are printed and kept in $victim_log.
 victim_case() {
-	local which=$1 port=$2 seen
+	local which=$1 port=$2
 	shift 2
-	seen=$(dmesg | wc -l)
 	insmod "$victim" addr="$XIW_ADDR_B" port="$port" "$@"
 	on a timeout 120 "$inject" "$XIW_ADDR_B" "$port" "$which" ||
 		failed="$failed $which"
 	rmmod xiw_frmr_victim
-	victim_log=$(dmesg | tail -n +"$((seen + 1))" | grep xiw_frmr_victim || true)
+	victim_log=$(dmesg | sed -n "/xiw_frmr_victim: listening on .*:$port\$/,\$p" |
+		grep xiw_frmr_victim || true)
 	echo "$victim_log"
 }
-# victim_said CASE ERE: the ULP logged a line that matches ERE.
+# victim_said CASE ERE...: the ULP logged a line that matches each ERE.
 victim_said() {
-	grep -qE "$2" <<<"$victim_log" || failed="$failed $1(no '$2')"
+	local which=$1 ere
+	shift
+	for ere; do
+		grep -qE "$ere" <<<"$victim_log" || failed="$failed $which(no '$ere')"
+	done
 }
 untouched='xiw_frmr_victim: 0 octets of the reused pages changed since'
 
 case_begin "RDMA Read after the kernel consumer's peer invalidated its region"
 victim_case frmr_read_after_invalidate 7830
-victim_said frmr_read_after_invalidate 'invalidated by the peer, pages reused$'
-victim_said frmr_read_after_invalidate "$untouched"
+victim_said frmr_read_after_invalidate 'invalidated by the peer, pages reused$' "$untouched"
 [ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
 
 case_begin "RDMA Read after the kernel consumer invalidated its region and mapped it anew"
 victim_case frmr_read_after_local_inv 7832 local_inv=1
-victim_said frmr_read_after_local_inv 'invalidated locally, pages reused$'
-victim_said frmr_read_after_local_inv 'region mapped to other pages: '
-victim_said frmr_read_after_local_inv "$untouched"
+victim_said frmr_read_after_local_inv 'invalidated locally, pages reused$' \
+	'region mapped to other pages: ' "$untouched"
 [ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
 
 case_begin "Atomics queued behind an RDMA Read when the peer invalidates the region"
 victim_case frmr_atomics_after_invalidate 7833
-victim_said frmr_atomics_after_invalidate 'invalidated by the peer, pages reused$'
-victim_said frmr_atomics_after_invalidate "$untouched"
+victim_said frmr_atomics_after_invalidate 'invalidated by the peer, pages reused$' "$untouched"
 [ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
 
 case_begin "a kernel consumer posts what its QP cannot send"
 victim_case kernel_ext_unnegotiated 7831 probe_posts=1
-victim_said kernel_ext_unnegotiated 'Send with Immediate Data posted: -95$'
-victim_said kernel_ext_unnegotiated 'RDMA Read with 2 SGEs posted: -22$'
+victim_said kernel_ext_unnegotiated 'Send with Immediate Data posted: -95$' \
+	'RDMA Read with 2 SGEs posted: -22$'
 [ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
 
 case_begin "destroy_qp while the peer never sends its MPA Reply"
