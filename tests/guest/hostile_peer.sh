@@ -30,6 +30,11 @@
 # (was: what was framed from them went on to TCP, written since); and
 # dereg_after_read: deregistering a region a Read is done with must not
 # end the stream while a later Send still waits for TCP.
+# Then exit_stalled_write: the listener's process exits while a Write into
+# its region is half received; the exit must end at once (was: D state,
+# the exit's dereg_mr waiting for the Write that only the QP's destroy,
+# due after it, would have let go); and unregister_stalled_write, the
+# same with the device deleted under the process (rdma link delete).
 # Then, against a kernel ULP (tests/kmod/xiw_frmr_victim.ko on host b), a
 # Read Response held back by a full TCP send buffer must not go on from
 # pages the ULP got back, nor may the device write them once reused:
@@ -123,6 +128,67 @@ echo 1 >"$params/mpa_crc"
 on b sysctl -qw net.ipv4.tcp_wmem="$wmem"
 expect_lines "$dereg_log" '^wire_inject server: %s: 0 bytes changed, 1 receives completed: ok$' \
 	dereg_after_read
+[ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
+
+# ended_within PID SECONDS: PID ends within SECONDS (times the time
+# factor); else says so with its state and kernel stack, and its
+# children's (a process in D state is not waited for: it would hold the
+# test there).
+ended_within() {
+	local pid=$1 seconds=$2 p
+	for _ in $(seq 1 $((10 * seconds * ${XIW_TIME_FACTOR:-1}))); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	for p in "$pid" $(pgrep -P "$pid"); do
+		echo "  process $p ($(tr '\0' ' ' <"/proc/$p/cmdline")) still exists after" \
+			"$seconds s, state $(awk '{print $3}' "/proc/$p/stat"), in:"
+		sed 's/^/    /' "/proc/$p/stack"
+	done
+	return 1
+}
+# stalled_end CASE: xiw_wire_inject's CASE (exit_stalled_write,
+# unregister_stalled_write) against a listener of its own, whose process
+# must end within 10 s of the connection's end.
+stalled_end() {
+	local which=$1 log=$XIW_OUT/hostile-peer-$1.log client
+	server_start "$log" "$inject" listen
+	on a timeout 60 "$inject" "$XIW_ADDR_B" "$port" "$which" &
+	client=$!
+	if [[ $which == unregister_stalled_write ]]; then
+		for _ in $(seq 1 $((100 * ${XIW_TIME_FACTOR:-1}))); do
+			grep -q "waiting for the device to go" "$log" && break
+			sleep 0.1
+		done
+		local start=$EPOCHREALTIME
+		rdma link delete "$XIW_DEV_B" &
+		if ! ended_within $! 10; then
+			echo "FAIL $which: rdma link delete $XIW_DEV_B blocked by a half-received Write"
+			exit 1
+		fi
+		echo "rdma link delete $XIW_DEV_B took" \
+			"$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }') s"
+		rdma link add "$XIW_DEV_B" type xiw netdev "$XIW_NETDEV_B"
+	fi
+	wait "$client" || failed="$failed $which"
+	if ! ended_within "$server" 10; then
+		sed 's/^/  server: /' "$log"
+		echo "FAIL $which: the listener's process did not end"
+		exit 1
+	fi
+	server_finish "$log" || failed="$failed $which(status)"
+}
+case_begin "the listener's process exits while a Write into its region is half received"
+stalled_end exit_stalled_write
+expect_lines "$XIW_OUT/hostile-peer-exit_stalled_write.log" \
+	'^wire_inject server: %s: exiting with the Write half received$' exit_stalled_write
+[ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
+
+case_begin "the device is deleted while a Write into a region is half received"
+stalled_end unregister_stalled_write
+expect_lines "$XIW_OUT/hostile-peer-unregister_stalled_write.log" \
+	'^wire_inject server: %s: the device or the connection went, exiting$' \
+	unregister_stalled_write
 [ -z "$failed" ] || { echo "FAIL:$failed"; exit 1; }
 
 victim=${XIW_TEST_KMOD_DIR:?set by scripts/guest}/xiw_frmr_victim.ko

@@ -60,6 +60,20 @@
 //                     must return at once (regression: dereg_mr waited
 //                     for the Write until the QP was destroyed); the
 //                     client then resets the connection
+//   exit_stalled_write
+//                     the same 8 octets of a Write, then the listener's
+//                     process exits with everything still open (its
+//                     region, registered after its QP, is released first):
+//                     the exit must not wait for the Write, and the
+//                     connection must end within 10 s, with nothing sent
+//                     but a Terminate (regression: the exit's dereg_mr
+//                     waited for the Write until the QP was destroyed,
+//                     which came after it: the process stayed in D state)
+//   unregister_stalled_write
+//                     the same, but the listener's process waits while
+//                     the script deletes the device (rdma link delete),
+//                     which releases the process's objects in the same
+//                     order: it must not wait for the Write either
 //   frmr_read_after_invalidate
 //                     against tests/kmod/xiw_frmr_victim.ko instead of the
 //                     listener (a kernel ULP whose buffer is a fast
@@ -353,6 +367,35 @@ bool dereg_returns(ibv_mr *mr, std::thread &deregister)
 	return result.get() == 0;
 }
 
+// The cases in which a Write stays half received until the listener's
+// process or its device goes.
+bool stalled_end_case(const std::string &which)
+{
+	return which == "exit_stalled_write" || which == "unregister_stalled_write";
+}
+
+// exit_stalled_write, unregister_stalled_write: 2 s after the accept,
+// when the Write is half received, exits with every object of ID open;
+// or first waits for the device's removal (or the connection's end) that
+// the script brings about.
+[[noreturn]] void stall_then_end(rdma_cm_id *id, const std::string &which)
+{
+	const bool exits = which == "exit_stalled_write";
+	std::this_thread::sleep_for(std::chrono::seconds(2));
+	std::printf("wire_inject server: %s: %s with the Write half received\n", which.c_str(),
+		    exits ? "exiting" : "waiting for the device to go");
+	std::fflush(stdout);
+	if (!exits) {
+		const bool gone = xiw_test::wait_disconnect(id, 60000);
+		std::printf("wire_inject server: %s: %s\n", which.c_str(),
+			    gone ? "the device or the connection went, exiting"
+				 : "neither the device nor the connection went within 60 s: FAIL");
+		std::fflush(stdout);
+		std::_Exit(gone ? 0 : 1);
+	}
+	std::_Exit(0);
+}
+
 // dereg_after_read: the source of the listener's two Sends.
 struct send_source {
 	std::vector<u8> buf;
@@ -501,6 +544,8 @@ int run_listener(const char *addr, const char *port)
 					why = "ibv_dereg_mr() blocked by a half-received Write";
 				}
 			}
+			if (stalled_end_case(which))
+				stall_then_end(id, which);
 			if (which == "dereg_after_read") {
 				std::string err = dereg_on_signal(id, mr, sends, signalled);
 				mr_gone = true;
@@ -785,8 +830,9 @@ std::vector<u8> write_segment(u32 stag, u64 to, const u8 *data, std::size_t n)
 	xiw_ctrl_set(&h.ctrl, static_cast<std::uint16_t>(XIW_DDP_TAGGED_HLEN + n), 1, 1,
 		     XIW_RDMAP_RV1, XIW_OP_WRITE);
 	xiw_tagged_set(&h, stag, to);
-	std::vector<u8> s = bytes_of(h);
-	s.insert(s.end(), data, data + n);
+	std::vector<u8> s(sizeof(h) + n);
+	std::memcpy(s.data(), &h, sizeof(h));
+	std::copy_n(data, n, s.begin() + sizeof(h));
 	return s;
 }
 
@@ -965,6 +1011,8 @@ struct held_read {
 	bool reset = false;
 };
 
+constexpr const char *silence_end = "10 s of silence";
+
 // Reads all xiw sends until the end of the stream (a reset counts as one)
 // or 10 s of silence, then parses it: Read Responses (no markers: none
 // asked), the last FPDU maybe torn, up to a Terminate.
@@ -975,7 +1023,7 @@ template <typename Expected> held_read read_until_end(int fd, Expected expected)
 	for (;;) {
 		pollfd pfd{fd, POLLIN, 0};
 		if (poll(&pfd, 1, 10000) != 1) {
-			r.end = "10 s of silence";
+			r.end = silence_end;
 			break;
 		}
 		u8 b[65536];
@@ -1011,6 +1059,23 @@ template <typename Expected> held_read read_until_end(int fd, Expected expected)
 		r.read_back += f.size() - sizeof(xiw_ddp_tagged_hdr);
 	}
 	return r;
+}
+
+// exit_stalled_write, unregister_stalled_write, once the Write is half
+// sent: the listener's process exits 2 s after the MPA Reply, or the
+// script deletes its device; its connection must end soon after, with
+// nothing but a Terminate before the end.
+int run_stalled_until_end(int fd, const std::string &which)
+{
+	const auto start = std::chrono::steady_clock::now();
+	const held_read r = read_until_end(fd, [](std::size_t, u8) { return false; });
+	const double waited =
+		std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+	const bool ended = r.end != silence_end;
+	std::printf("wire_inject %s: %s%s after %.1f s, %zu octets of Read Responses: %s\n",
+		    which.c_str(), r.end.c_str(), r.reset ? " (reset)" : "", waited, r.read_back,
+		    ended && r.read_back == 0 ? "ok" : "FAIL");
+	return ended && r.read_back == 0 ? 0 : 1;
 }
 
 // Frames ULPDU on TX at the end of OUT.
@@ -1464,9 +1529,10 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 		pause = std::chrono::seconds(2);
 		want = {false, XIW_TERM_LAYER_RDMAP, XIW_RDMAP_ETYPE_REMOTE_PROTECTION,
 			XIW_RDMAP_ECODE_ACCESS_RIGHTS};
-	} else if (which == "stalled_write") {
+	} else if (which == "stalled_write" || stalled_end_case(which)) {
 		// Header and the first octets of the Write, then silence while
-		// the listener deregisters the buffer, then a reset.
+		// the listener deregisters the buffer, then a reset; or while
+		// its process exits, then the end of the stream.
 		std::vector<u8> data(stalled_write_len);
 		for (std::size_t i = 0; i < data.size(); i++)
 			data[i] = pattern2(i);
@@ -1474,6 +1540,8 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 		const std::vector<u8> fpdu = frame_fpdu(tx, sent.data(), sent.size());
 		send_all(fd, fpdu.data(),
 			 XIW_MPA_HDR_LEN + XIW_DDP_TAGGED_HLEN + stalled_write_sent);
+		if (stalled_end_case(which))
+			return run_stalled_until_end(fd, which);
 		std::this_thread::sleep_for(std::chrono::seconds(8));
 		const linger reset{1, 0};
 		setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
