@@ -385,15 +385,14 @@ bool stalled_end_case(const std::string &which)
 	std::printf("wire_inject server: %s: %s with the Write half received\n", which.c_str(),
 		    exits ? "exiting" : "waiting for the device to go");
 	std::fflush(stdout);
-	if (!exits) {
-		const bool gone = xiw_test::wait_disconnect(id, 60000);
-		std::printf("wire_inject server: %s: %s\n", which.c_str(),
-			    gone ? "the device or the connection went, exiting"
-				 : "neither the device nor the connection went within 60 s: FAIL");
-		std::fflush(stdout);
-		std::_Exit(gone ? 0 : 1);
-	}
-	std::_Exit(0);
+	if (exits)
+		std::_Exit(0);
+	const bool gone = xiw_test::wait_disconnect(id, 60000);
+	std::printf("wire_inject server: %s: %s\n", which.c_str(),
+		    gone ? "the device or the connection went, exiting"
+			 : "neither the device nor the connection went within 60 s: FAIL");
+	std::fflush(stdout);
+	std::_Exit(gone ? 0 : 1);
 }
 
 // dereg_after_read: the source of the listener's two Sends.
@@ -1009,9 +1008,8 @@ struct held_read {
 	std::size_t read_back = 0, unexpected = 0;
 	std::string end = "end of stream";
 	bool reset = false;
+	bool silent = false; // ended by 10 s of silence, not by xiw
 };
-
-constexpr const char *silence_end = "10 s of silence";
 
 // Reads all xiw sends until the end of the stream (a reset counts as one)
 // or 10 s of silence, then parses it: Read Responses (no markers: none
@@ -1023,7 +1021,8 @@ template <typename Expected> held_read read_until_end(int fd, Expected expected)
 	for (;;) {
 		pollfd pfd{fd, POLLIN, 0};
 		if (poll(&pfd, 1, 10000) != 1) {
-			r.end = silence_end;
+			r.end = "10 s of silence";
+			r.silent = true;
 			break;
 		}
 		u8 b[65536];
@@ -1071,11 +1070,11 @@ int run_stalled_until_end(int fd, const std::string &which)
 	const held_read r = read_until_end(fd, [](std::size_t, u8) { return false; });
 	const double waited =
 		std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-	const bool ended = r.end != silence_end;
+	const bool ok = !r.silent && r.read_back == 0;
 	std::printf("wire_inject %s: %s%s after %.1f s, %zu octets of Read Responses: %s\n",
 		    which.c_str(), r.end.c_str(), r.reset ? " (reset)" : "", waited, r.read_back,
-		    ended && r.read_back == 0 ? "ok" : "FAIL");
-	return ended && r.read_back == 0 ? 0 : 1;
+		    ok ? "ok" : "FAIL");
+	return ok ? 0 : 1;
 }
 
 // Frames ULPDU on TX at the end of OUT.
