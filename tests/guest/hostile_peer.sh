@@ -7,6 +7,9 @@
 # sends crafted FPDUs to an rdma_cm listener on xiw1 (host b):
 #   send_mo_after_message  a Send segment that continues a message already
 #                          completed (was: NULL dereference in softirq)
+#   send_mo_after_full_receive
+#                          the same after a Send that filled its receive
+#                          (was: the receive completed a second time)
 #   flush_no_type          a Flush with no disposition bit to a local-only
 #                          STag (was: answered, an STag oracle)
 #   write_qp_denied        an RDMA Write to a QP whose remote write access
@@ -98,7 +101,7 @@ if ((held > 60)); then
 fi
 dmesg | grep -q "listener on port $port: 50 connections in the MPA exchange" ||
 	failed="$failed half_open_flood(log)"
-crafted="send_mo_after_message flush_no_type write_qp_denied stalled_write terminate_last"
+crafted="send_mo_after_message send_mo_after_full_receive flush_no_type write_qp_denied stalled_write terminate_last"
 cases=${XIW_HOSTILE_CASES:-$crafted}
 case_begin "crafted FPDUs, the listener serving after the flood"
 client_cases "$log" 60 "$cases" "$inject"

@@ -44,6 +44,13 @@
 //                     (1/2/0x04); the first Send completes its receive
 //                     (regression: the second was placed through the
 //                     receive already completed, a NULL dereference)
+//   send_mo_after_full_receive
+//                     the same, but the first Send fills the listener's
+//                     receive of 16 octets exactly: the same Terminate, and
+//                     no completion but the first Send's (regression: the
+//                     second segment found no room in the receive already
+//                     completed and completed it again, with its stale
+//                     wr_id and a local length error)
 //   flush_no_type     RDMA Flush Request with no disposition bit to the
 //                     STag of the receive buffer, which has local rights
 //                     only: Terminate RDMAP, Remote Protection, access
@@ -299,6 +306,13 @@ bool marker_good_case(const std::string &which)
 
 // send_mo_after_message: the length of its complete first Send.
 constexpr std::size_t first_send_len = 16;
+
+// The cases whose second Send segment continues a message the first one
+// completed.
+bool send_mo_case(const std::string &which)
+{
+	return which == "send_mo_after_message" || which == "send_mo_after_full_receive";
+}
 // stalled_write: the Write's length and what of its payload is sent.
 constexpr std::size_t stalled_write_len = 2048;
 constexpr std::size_t stalled_write_sent = 8;
@@ -339,8 +353,7 @@ std::size_t received_octets(const std::string &which)
 {
 	if (marker_good_case(which))
 		return recv_len;
-	return which == "send_mo_after_message" || which == "dereg_after_read" ? first_send_len
-									      : 0;
+	return send_mo_case(which) || which == "dereg_after_read" ? first_send_len : 0;
 }
 
 // Octets at the start of the buffer that CASE writes (to pattern2).
@@ -506,7 +519,10 @@ int run_listener(const char *addr, const char *port)
 		ibv_mr *rmr = ibv_reg_mr(id->pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
 		if (!mr || !rmr)
 			die("ibv_reg_mr");
-		if (rdma_post_recv(id, nullptr, rbuf, sizeof(rbuf), rmr))
+		// send_mo_after_full_receive: a receive the first Send fills.
+		const std::size_t posted =
+			which == "send_mo_after_full_receive" ? first_send_len : sizeof(rbuf);
+		if (rdma_post_recv(id, nullptr, rbuf, posted, rmr))
 			die("rdma_post_recv");
 
 		inject_target t{pd_magic, mr->rkey, reinterpret_cast<std::uintptr_t>(buf), size,
@@ -598,8 +614,18 @@ int run_listener(const char *addr, const char *port)
 		std::size_t received = signalled;
 		ibv_wc wc{};
 		while (ibv_poll_cq(id->recv_cq, 1, &wc) == 1) {
-			if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV)
+			if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV) {
+				// The send_mo cases' one receive is completed by
+				// their first Send: nothing is left to flush.
+				if (send_mo_case(which)) {
+					ok = false;
+					why = xiw_test::strf("another completion after the "
+							     "receive's: %s, wr_id %" PRIu64,
+							     ibv_wc_status_str(wc.status),
+							     static_cast<u64>(wc.wr_id));
+				}
 				continue;
+			}
 			received++;
 			if (wc.byte_len != delivered) {
 				ok = false;
@@ -1493,7 +1519,7 @@ int run_inject(const char *addr, const char *port, const std::string &which)
 		sent = bytes_of(h);
 		want = {false, XIW_TERM_LAYER_RDMAP, XIW_RDMAP_ETYPE_REMOTE_PROTECTION,
 			XIW_RDMAP_ECODE_ACCESS_RIGHTS};
-	} else if (which == "send_mo_after_message") {
+	} else if (send_mo_case(which)) {
 		auto send = [&](u32 msn, u32 mo) {
 			xiw_ddp_untagged_hdr h{};
 			xiw_ctrl_set(&h.ctrl, XIW_DDP_UNTAGGED_HLEN + first_send_len, 0, 1,
