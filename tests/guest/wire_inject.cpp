@@ -313,6 +313,7 @@ bool send_mo_case(const std::string &which)
 {
 	return which == "send_mo_after_message" || which == "send_mo_after_full_receive";
 }
+
 // stalled_write: the Write's length and what of its payload is sent.
 constexpr std::size_t stalled_write_len = 2048;
 constexpr std::size_t stalled_write_sent = 8;
