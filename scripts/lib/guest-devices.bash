@@ -58,10 +58,16 @@ xiw_count_drains() {
 	return 1
 }
 
+# package_at_least PACKAGE VERSION: the system's PACKAGE is VERSION or
+# newer.
+package_at_least() {
+	dpkg --compare-versions "$(dpkg-query -W -f='${Version}' "$1")" ge "$2"
+}
+
 # libibverbs_has_flush: the system's libibverbs has ibv_wr_flush() and
 # ibv_wr_atomic_write() (rdma-core >= 45: Debian 13, not 12).
 libibverbs_has_flush() {
-	dpkg --compare-versions "$(dpkg-query -W -f='${Version}' libibverbs1)" ge 45
+	package_at_least libibverbs1 45
 }
 
 # pmem_dax: the guest's emulated NVDIMM (scripts/guest --pmem) as device

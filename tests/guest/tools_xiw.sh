@@ -27,12 +27,11 @@ done
 # release's perftest has the mode: 4.5 (Debian 12) has not, 25.01 (Debian
 # 13) has, so from release 25 on its absence fails the case.
 case_begin "perftest --write_with_imm"
-perftest_version=$(dpkg-query -W -f='${Version}' perftest)
 for tool in ib_write_lat ib_write_bw; do
 	# (perftest's --help exits non-zero.)
 	if ! grep -q -- --write_with_imm <<<"$("$tool" --help 2>&1 || true)"; then
-		echo "$tool of perftest $perftest_version has no --write_with_imm"
-		if dpkg --compare-versions "$perftest_version" ge 25; then
+		echo "$tool has no --write_with_imm in this perftest"
+		if package_at_least perftest 25; then
 			failed="$failed $tool/no-write_with_imm"
 		fi
 		continue
