@@ -65,13 +65,22 @@ not_there "$provider" "$driver" /usr/src/xiw-* /var/lib/dkms/xiw
 command -v dkms >/dev/null || fail "dkms is not installed"
 [[ -e /lib/modules/$kver/build/Makefile ]] || fail "no kernel headers for $kver"
 
-case_begin "dpkg -i (DKMS builds xiw.ko for $kver)"
-if ! dpkg -i "${files[@]}"; then
-	for log in /var/lib/dkms/xiw/*/build/make.log; do
+# DKMS's own build log: the compiler lines for $kver, and what failed.  It
+# stays in build/ after a failure and moves to <kver>/<arch>/log/ after a
+# build that succeeded.
+show_dkms_make_log() {
+	local log
+	for log in /var/lib/dkms/xiw/*/build/make.log /var/lib/dkms/xiw/*/"$kver"/*/log/make.log; do
 		[[ -e $log ]] && { echo "-- $log"; cat "$log"; }
 	done
+}
+
+case_begin "dpkg -i (DKMS builds xiw.ko for $kver)"
+if ! dpkg -i "${files[@]}"; then
+	show_dkms_make_log
 	fail "dpkg -i"
 fi
+show_dkms_make_log
 dkms status xiw
 dpkg -l "${packages[@]}" | tail -n 3
 
