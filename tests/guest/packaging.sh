@@ -71,7 +71,10 @@ command -v dkms >/dev/null || fail "dkms is not installed"
 show_dkms_make_log() {
 	local log
 	for log in /var/lib/dkms/xiw/*/build/make.log /var/lib/dkms/xiw/*/"$kver"/*/log/make.log; do
-		[[ -e $log ]] && { echo "-- $log"; cat "$log"; }
+		if [[ -e $log ]]; then
+			echo "-- $log"
+			cat "$log"
+		fi
 	done
 }
 
