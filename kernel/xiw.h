@@ -591,6 +591,7 @@ void xiw_cq_post(struct xiw_cq *cq, const struct xiw_cqe *cqe, bool solicited);
 struct xiw_mr *xiw_mr_get(struct xiw_device *xdev, struct ib_pd *pd, u32 stag,
 			  u64 addr, u64 len, int access,
 			  enum xiw_access_error *why);
+bool xiw_mr_covers(const struct xiw_mr *mr, u64 addr, u64 len);
 void xiw_mr_put(struct xiw_mr *mr);
 void xiw_mr_hold(struct xiw_mr *mr);
 int xiw_mr_walk_pages(struct xiw_mr *mr, u64 addr, size_t len,

@@ -164,6 +164,13 @@ struct xiw_mr *xiw_mr_get_region(struct xiw_device *xdev, struct ib_pd *pd,
 	return NULL;
 }
 
+/* Whether [addr, addr + len) lies in @mr's range. */
+bool xiw_mr_covers(const struct xiw_mr *mr, u64 addr, u64 len)
+{
+	return addr >= mr->iova && len <= mr->length &&
+	       addr - mr->iova <= mr->length - len;
+}
+
 /* The same for @len bytes at @addr, which must lie in the region. */
 struct xiw_mr *xiw_mr_get(struct xiw_device *xdev, struct ib_pd *pd, u32 stag,
 			  u64 addr, u64 len, int access,
@@ -171,8 +178,7 @@ struct xiw_mr *xiw_mr_get(struct xiw_device *xdev, struct ib_pd *pd, u32 stag,
 {
 	struct xiw_mr *mr = xiw_mr_get_region(xdev, pd, stag, access, why);
 
-	if (mr && (addr < mr->iova || len > mr->length ||
-		   addr - mr->iova > mr->length - len)) {
+	if (mr && !xiw_mr_covers(mr, addr, len)) {
 		xiw_mr_put(mr);
 		*why = XIW_ACCESS_BOUNDS;
 		return NULL;

@@ -682,14 +682,20 @@ static bool xiw_rx_begin_receive(struct xiw_qp *qp)
 			    XIW_RDMAP_ECODE_LOCAL_CATASTROPHIC);
 		return false;
 	}
+	/*
+	 * The keys and rights now, the range as the message fills it
+	 * (xiw_rx_place): a receive buffer is sized for the longest message
+	 * its consumer expects, and only what a message places must be
+	 * registered (perftest posts SRQ buffers rounded up to the MTU,
+	 * which reach past the end of its region).
+	 */
 	for (i = 0; i < rx->rqe.num_sge; i++) {
 		struct xiw_sge *sge = &rx->rqe.sge[i];
 
 		if (!sge->length)
 			continue;
-		rx->rqe_mr[i] = xiw_mr_get(xdev, qp->ibqp.pd, sge->lkey,
-					   sge->addr, sge->length,
-					   IB_ACCESS_LOCAL_WRITE, &why);
+		rx->rqe_mr[i] = xiw_mr_get_region(xdev, qp->ibqp.pd, sge->lkey,
+						  IB_ACCESS_LOCAL_WRITE, &why);
 		if (!rx->rqe_mr[i]) {
 			xiw_rq_complete(qp, 0, why == XIW_ACCESS_RIGHTS ?
 					XIW_WC_LOC_ACCESS_ERR :
@@ -1197,6 +1203,7 @@ static bool xiw_rx_place(struct xiw_qp *qp, struct sk_buff *skb, int off,
 	u32 pos = rx->payload_got;
 	struct xiw_orq_entry *e;
 	unsigned int i;
+	u64 to;
 
 	/*
 	 * A tagged buffer that fails now was invalidated or deregistered
@@ -1265,10 +1272,14 @@ static bool xiw_rx_place(struct xiw_qp *qp, struct sk_buff *skb, int off,
 			return false;
 		}
 		chunk = min(n, rx->rqe.sge[i].length - at);
-		if (xiw_mr_copy_from_skb(rx->rqe_mr[i],
-					 rx->rqe.sge[i].addr + at, skb, off,
-					 chunk, crc)) {
-			/* Its consumer took the buffer away meanwhile. */
+		to = rx->rqe.sge[i].addr + at;
+		if (!xiw_mr_covers(rx->rqe_mr[i], to, chunk) ||
+		    xiw_mr_copy_from_skb(rx->rqe_mr[i], to, skb, off, chunk,
+					 crc)) {
+			/*
+			 * Past the end of the registration, or its consumer
+			 * took the buffer away meanwhile.
+			 */
 			xiw_rq_complete(qp, 0, XIW_WC_LOC_PROT_ERR, true);
 			xiw_rx_fail(qp, XIW_TERM_LAYER_RDMAP,
 				    XIW_RDMAP_ETYPE_LOCAL_CATASTROPHIC,
