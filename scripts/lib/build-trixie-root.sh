@@ -29,14 +29,17 @@ XIW_TRIXIE_MIRROR=${XIW_TRIXIE_MIRROR:-http://deb.debian.org/debian}
 
 # What the guest needs from trixie: the kernel to boot and build for (and
 # its source, for siw, which trixie's kernel lacks too), the RDMA user
-# space to test with (rdma-core 56, perftest 25, qperf), and what builds
-# and checks xiw.ko, the provider and the packages inside the root.
+# space to test with (rdma-core 56, perftest 25, qperf), what the guest
+# tests run besides (python3 for their probes and fake peers, busybox for
+# ping), and what builds and checks xiw.ko, the provider and the packages
+# inside the root.
 XIW_TRIXIE_PACKAGES=(
 	linux-image-amd64 linux-headers-amd64 linux-source gcc make
 	libibverbs-dev librdmacm-dev ibverbs-providers ibverbs-utils
 	rdma-core rdmacm-utils perftest qperf
 	cmake g++ pkg-config libnl-3-dev libnl-route-3-dev libgtest-dev
 	iproute2 kmod procps psmisc util-linux mawk e2fsprogs nvme-cli ndctl
+	python3 busybox
 	build-essential dpkg-dev debhelper dh-dkms dkms fakeroot lintian git
 )
 

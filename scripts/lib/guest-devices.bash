@@ -70,6 +70,20 @@ libibverbs_has_flush() {
 	package_at_least libibverbs1 45
 }
 
+# file_pins_long_term: whether an RDMA device may pin a writable shared
+# mapping of a page-cache file long term, as a region with the flush-to-
+# persistence right on ext4 needs.  Up to Linux 6.4 it may; since 6.5 GUP
+# refuses FOLL_LONGTERM on file mappings that need dirty tracking
+# (ib_umem_get: EFAULT) and only device DAX (pmem_dax) can back one.
+file_pins_long_term() {
+	local rel major minor
+	rel=$(uname -r)
+	major=${rel%%.*}
+	minor=${rel#*.}
+	minor=${minor%%.*}
+	((major < 6 || (major == 6 && minor < 5)))
+}
+
 # pmem_dax: the guest's emulated NVDIMM (scripts/guest --pmem) as device
 # DAX; prints its device node (/dev/dax0.0).
 pmem_dax() {

@@ -20,24 +20,24 @@ cm_pair b "$A6" b 7531 cdisc
 cm_pair b "$A6" b 7532 sdisc
 
 case_begin "wildcard listen on [::]:7533, client to $A6"
-"$cm_test" server :: 7533 cdisc >server.out 2>&1 &
+"$cm_test" server :: 7533 cdisc >"$XIW_OUT/server.out" 2>&1 &
 spid=$!
 wait_listen b 7533
 ss -Hltn "sport = :7533"
 "$cm_test" client "$A6" 7533 cdisc
-wait "$spid" || { cat server.out; exit 1; }
-cat server.out
-grep -q "device $XIW_DEV_A" server.out ||
+wait "$spid" || { cat "$XIW_OUT/server.out"; exit 1; }
+cat "$XIW_OUT/server.out"
+grep -q "device $XIW_DEV_A" "$XIW_OUT/server.out" ||
 	{ echo "connection not served by $XIW_DEV_A"; exit 1; }
 wait_no_conn b 7533
 
 case_begin "rping over IPv6"
 ulimit -l unlimited
-rping -s -a "$A6" -C 50 -V >rping-server.out 2>&1 &
+rping -s -a "$A6" -C 50 -V >"$XIW_OUT/rping-server.out" 2>&1 &
 spid=$!
 wait_listen b 7174
-rping -c -a "$A6" -C 50 -V -S 64 || { cat rping-server.out; exit 1; }
-wait "$spid" || { cat rping-server.out; exit 1; }
+rping -c -a "$A6" -C 50 -V -S 64 || { cat "$XIW_OUT/rping-server.out"; exit 1; }
+wait "$spid" || { cat "$XIW_OUT/rping-server.out"; exit 1; }
 echo "rping: 50 validated pings"
 
 case_begin "no QP or cm_id left on the devices"

@@ -15,7 +15,7 @@ set -euo pipefail
 A=$XIW_ADDR_A
 for port in 7521 7522 7523; do
 	case_begin "wildcard listen on :$port, client to $A"
-	"$cm_test" server 0.0.0.0 $port cdisc >server.out 2>&1 &
+	"$cm_test" server 0.0.0.0 $port cdisc >"$XIW_OUT/server.out" 2>&1 &
 	spid=$!
 	wait_listen b $port
 	ss -Hltn "sport = :$port"
@@ -26,9 +26,9 @@ for port in 7521 7522 7523; do
 	[ "$(ss -Hltn "sport = :$port" | grep -c "$A%")" = 2 ] ||
 		{ echo "xiw does not listen on $A through d0 and lo"; kill $spid; exit 1; }
 	"$cm_test" client "$A" $port cdisc
-	wait "$spid" || { cat server.out; exit 1; }
-	cat server.out
-	grep -q "device $XIW_DEV_A" server.out ||
+	wait "$spid" || { cat "$XIW_OUT/server.out"; exit 1; }
+	cat "$XIW_OUT/server.out"
+	grep -q "device $XIW_DEV_A" "$XIW_OUT/server.out" ||
 		{ echo "connection not served by $XIW_DEV_A"; exit 1; }
 	wait_no_conn b $port
 done

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-# guest-options: --hosts 2 --peer xiw
+# guest-options: --hosts 2 --peer xiw --pmem 512
 # guest-timeout: 600
 # Remote errors of RDMA Flush, Verify and Atomic Write between two xiw
 # hosts: a Flush to memory without a flush right, a Flush to persistence
@@ -17,10 +17,16 @@ set -euo pipefail
 source "$(dirname "$0")/datapath_lib.bash"
 
 port=8100
-# The server registers its file with the flush-to-persistence right.
-scratch_fs /mnt/xiw-commit-errors
+# The server registers its file with the flush-to-persistence right: on
+# ext4 where the kernel lets RDMA pin it, else device DAX.
+if file_pins_long_term; then
+	scratch_fs /mnt/xiw-commit-errors
+	target=/mnt/xiw-commit-errors/server.dat
+else
+	target=$(pmem_dax)
+fi
 verbs_error_cases "${XIW_BUILD_DIR:?}/tests/guest/xiw_commit_test" commit \
 	"flush_no_right flush_type_no_right verify_no_right atomic_write_no_right atomic_write_unaligned" \
-	-f /mnt/xiw-commit-errors/server.dat
+	-f "$target"
 injected_cases commit "atomic_write_bad_length flush_no_right atomic_write_good"
 echo "commit errors: ok"
