@@ -13,7 +13,6 @@
  * xiw_mr_srcu), so that once it returns the pages are their owner's again.
  */
 #include <linux/atomic.h>
-#include <linux/crc32.h>
 #include <linux/crc32c.h>
 #include <linux/file.h>
 #include <linux/fs.h>
@@ -509,12 +508,46 @@ int xiw_mr_hash(struct xiw_mr *mr, u64 addr, u32 len, u8 *out)
 struct xiw_skb_source {
 	const struct sk_buff *skb;
 	int offset;
+	u32 *crc;
 };
+
+/*
+ * Copies @n octets of @skb from @offset to @to and extends *@crc over
+ * them, chunk by chunk of the skb.  The CRC covers the octets received,
+ * not the memory they were copied to, which may change under the copy
+ * (its owner, another QP placing there) - the consumer's race, not an MPA
+ * CRC error.  Each chunk is copied before its CRC is taken, so that a
+ * consumer polling its memory sees the data at once; a bad CRC still ends
+ * the stream before the message completes.  (__skb_checksum() would take
+ * a pass of its own before the copy, and a CRC combine per fragment.)
+ */
+static int xiw_skb_copy_crc(const struct sk_buff *skb, int offset, u8 *to,
+			    size_t n, u32 *crc)
+{
+	struct skb_seq_state seq;
+	unsigned int done = 0, len;
+	const u8 *data;
+
+	if (offset < 0 || offset > skb->len || n > skb->len - offset)
+		return -EFAULT;
+	skb_prepare_seq_read((struct sk_buff *)skb, offset, offset + n, &seq);
+	while (done < n && (len = skb_seq_read(done, &data, &seq))) {
+		/* A chunk may run past the end asked for. */
+		len = min_t(unsigned int, len, n - done);
+		memcpy(to + done, data, len);
+		*crc = crc32c(*crc, data, len);
+		done += len;
+	}
+	skb_abort_seq_read(&seq);
+	return done == n ? 0 : -EFAULT;
+}
 
 static int xiw_piece_copy_from_skb(void *kaddr, size_t n, void *arg)
 {
 	struct xiw_skb_source *src = arg;
-	int err = skb_copy_bits(src->skb, src->offset, kaddr, n);
+	int err = src->crc ?
+		  xiw_skb_copy_crc(src->skb, src->offset, kaddr, n, src->crc) :
+		  skb_copy_bits(src->skb, src->offset, kaddr, n);
 
 	if (err)
 		return err;
@@ -522,40 +555,18 @@ static int xiw_piece_copy_from_skb(void *kaddr, size_t n, void *arg)
 	return 0;
 }
 
-/* CRC32c (raw, as crc32c()) over an skb's octets, frag by frag. */
-static __wsum xiw_crc32c_update(const void *buf, int len, __wsum crc)
-{
-	return (__force __wsum)crc32c((__force u32)crc, buf, len);
-}
-
-static __wsum xiw_crc32c_combine(__wsum crc, __wsum crc2, int offset, int len)
-{
-	return (__force __wsum)__crc32c_le_combine((__force u32)crc,
-						   (__force u32)crc2, len);
-}
-
-static const struct skb_checksum_ops xiw_crc32c_ops = {
-	.update = xiw_crc32c_update,
-	.combine = xiw_crc32c_combine,
-};
-
 /*
  * Places @len bytes of @skb from @offset into @mr at @addr, extending the
- * running CRC32c when @crc is given.  The CRC covers the octets received,
- * not the memory they were copied to: that may change under the copy (its
- * owner, another QP placing there), which is the consumer's race, not an
- * MPA CRC error.
+ * running CRC32c when @crc is given.
  */
 int xiw_mr_copy_from_skb(struct xiw_mr *mr, u64 addr,
 			 const struct sk_buff *skb, int offset, size_t len,
 			 u32 *crc)
 {
-	struct xiw_skb_source src = { .skb = skb, .offset = offset };
+	struct xiw_skb_source src = {
+		.skb = skb, .offset = offset, .crc = crc,
+	};
 
-	if (crc)
-		*crc = (__force u32)__skb_checksum(skb, offset, len,
-						   (__force __wsum)*crc,
-						   &xiw_crc32c_ops);
 	return xiw_mr_walk(mr, addr, len, xiw_piece_copy_from_skb, &src);
 }
 
