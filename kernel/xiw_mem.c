@@ -215,8 +215,9 @@ void xiw_mr_hold(struct xiw_mr *mr)
 
 /*
  * Calls @fn for each page-bounded piece of [addr, addr + len) of @mr,
- * until @fn fails.  The range was checked by xiw_mr_get().  A kernel
- * registration's addresses are kernel virtual addresses of linear memory.
+ * until @fn fails.  The caller checked the range (xiw_mr_covers()).  A
+ * kernel registration's addresses are kernel virtual addresses of linear
+ * memory.
  */
 int xiw_mr_walk_pages(struct xiw_mr *mr, u64 addr, size_t len,
 		      int (*fn)(struct page *page, size_t offset, size_t n,
@@ -307,9 +308,10 @@ int xiw_mr_sendmsg(struct socket *sock, struct msghdr *msg,
 /*
  * Calls @fn for each page-bounded piece of [addr, addr + len) of @mr with
  * the piece mapped, until @fn fails; a kernel registration's range in one
- * piece.  The range was checked by xiw_mr_get().  -EFAULT if the MR was
- * invalidated or deregistered since: a fast registration's pages go back
- * to their kernel consumer then, so they are walked under its use_lock.
+ * piece.  The caller checked the range (xiw_mr_covers()).  -EFAULT if the
+ * MR was invalidated or deregistered since: a fast registration's pages go
+ * back to their kernel consumer then, so they are walked under its
+ * use_lock.
  */
 static int xiw_mr_walk(struct xiw_mr *mr, u64 addr, size_t len,
 		       int (*fn)(void *kaddr, size_t n, void *arg), void *arg)
