@@ -333,6 +333,7 @@ public:
 	bool term_has_hdr = false;
 	bytes term_hdr;
 	std::string end = "alive";
+	std::string end_frame; // finish(): the frame the end is put on
 	std::vector<sent_rec> sent;
 	std::vector<action> log;
 	u32 next_sink = 0;
@@ -811,6 +812,13 @@ void session::pump(int wait_ms)
 
 bool session::wait_outq(int ms)
 {
+	if (!outq.empty()) {
+		// A replay must wait here too, or it outruns xiw's IRD.
+		action a;
+		a.k = action::ANSWERS;
+		a.ms = static_cast<u32>(ms);
+		log.push_back(a);
+	}
 	const long long until = now_ms() + ms;
 	while (!outq.empty() && !dead && now_ms() < until)
 		pump(20);
@@ -1206,6 +1214,7 @@ std::string session::finish()
 		if (at < 0)
 			at = first_bad >= 0 ? first_bad : static_cast<int>(sent.size()) - 1;
 		const sent_rec &r = sent[static_cast<std::size_t>(at)];
+		end_frame = strf("frame %d (%s)", at, r.label.c_str());
 		// A valid frame (and all before it) that drew an end it may not.
 		if (r.valid && first_bad < 0 && !rtr_broken) {
 			// Allowed by that frame, or (a Terminate that quotes no
@@ -2653,6 +2662,10 @@ void run_seed(const std::string &name, const fz_case &fc, long long start)
 					s.pump(20);
 			}
 			break;
+		case action::ANSWERS:
+			s.deaf = false;
+			s.wait_outq(static_cast<int>(a.ms));
+			break;
 		case action::STALL:
 			s.stall(a.ms);
 			break;
@@ -2696,6 +2709,7 @@ void run_seed(const std::string &name, const fz_case &fc, long long start)
 		if (!met) {
 			verdict = "FAIL: expected " + e;
 			anomaly(where, "expected " + e + ", got " + out +
+					       (s.end_frame.empty() ? "" : " at " + s.end_frame) +
 					       (unanswered ? strf(", %zu requests unanswered", unanswered) : ""));
 		}
 	}

@@ -14,6 +14,10 @@
 //   bytes HEX             octets sent as they are (no framing)
 //   respond               answer the victim's oldest request correctly
 //   wait MS               read what comes for MS milliseconds
+//   answers MS            read until every QN 1 request sent so far is
+//                         answered, at most MS milliseconds: what a correct
+//                         peer does before it exceeds xiw's IRD (the
+//                         generator waits so, and its dumps say where)
 //   stall MS              send nothing for MS milliseconds
 //   pace MS               from now on read for MS milliseconds after each
 //                         frame (default 5; 0 sends back to back)
@@ -928,7 +932,7 @@ inline bool parse_cfg(const std::vector<std::string> &w, conn_cfg &c, std::strin
 // A case: the connection and what is done on it
 
 struct action {
-	enum kind : u8 { FRAME, BYTES, RESPOND, WAIT, STALL, FIN, RST, EXPECT, PACE, DEAF };
+	enum kind : u8 { FRAME, BYTES, RESPOND, WAIT, ANSWERS, STALL, FIN, RST, EXPECT, PACE, DEAF };
 	kind k = FRAME;
 	frame_spec f;
 	bytes raw;
@@ -949,6 +953,7 @@ inline std::string action_text(const action &a)
 	case action::BYTES: return "bytes " + hex_text(a.raw);
 	case action::RESPOND: return "respond";
 	case action::WAIT: return "wait " + std::to_string(a.ms);
+	case action::ANSWERS: return "answers " + std::to_string(a.ms);
 	case action::STALL: return "stall " + std::to_string(a.ms);
 	case action::FIN: return "fin";
 	case action::RST: return "rst";
@@ -989,13 +994,15 @@ inline bool parse_case(const std::string &text, fz_case &c, std::string &why)
 			err = "bad hex";
 		} else if (w[0] == "respond") {
 			a.k = action::RESPOND;
-		} else if ((w[0] == "wait" || w[0] == "stall" || w[0] == "pace" || w[0] == "deaf") &&
+		} else if ((w[0] == "wait" || w[0] == "answers" || w[0] == "stall" ||
+			    w[0] == "pace" || w[0] == "deaf") &&
 			   w.size() == 2) {
 			u64 n;
-			a.k = w[0] == "wait"	 ? action::WAIT
-			      : w[0] == "pace" ? action::PACE
-			      : w[0] == "deaf" ? action::DEAF
-					       : action::STALL;
+			a.k = w[0] == "wait"	    ? action::WAIT
+			      : w[0] == "answers" ? action::ANSWERS
+			      : w[0] == "pace"    ? action::PACE
+			      : w[0] == "deaf"    ? action::DEAF
+						  : action::STALL;
 			ok = parse_num(w[1], n) && n <= 60000;
 			a.ms = static_cast<u32>(n);
 			err = "bad milliseconds";
