@@ -35,6 +35,8 @@
 #define XIW_MAX_ORD 128
 #define XIW_MAX_IRD 128
 #define XIW_MAX_FRMR_PAGES 4096
+/* Messages framed into one push to TCP: a stream's batch (xiw_qp_tx.c). */
+#define XIW_TX_SENT_MAX 64
 /*
  * The STag is a 24-bit index and an 8-bit key (RFC 5040 §2.1).  QP numbers
  * come from the same 24 bits, so that a QP number also fits where a
@@ -236,7 +238,15 @@ struct xiw_qp_tx {
 	struct xiw_wqe *cur;		/* message being framed */
 	u32 cur_sent;			/* its payload bytes framed so far */
 	bool cur_payload_done;		/* all its payload segments framed */
-	bool cur_done_on_flush;		/* complete cur once buf is out */
+	/*
+	 * Sends and Writes framed whole in this push, oldest first, each
+	 * completed once TCP took its last octet (vec up to its end).
+	 */
+	struct xiw_tx_sent {
+		struct xiw_wqe *wqe;
+		size_t end;
+	} sent[XIW_TX_SENT_MAX];
+	u32 sent_head, nsent;
 	struct xiw_irq_entry *irq;	/* inbound reads, qp->ird entries */
 	u32 irq_head, irq_tail;
 	u32 msn[XIW_QN_COUNT];		/* last MSN sent per queue */

@@ -178,6 +178,9 @@ static void xiw_tx_discard(struct xiw_qp_tx *tx)
 	tx->nmarkers = 0;
 	tx->out_len = 0;
 	tx->out_sent = 0;
+	/* Completed by now, or left to the flush of an error. */
+	tx->sent_head = 0;
+	tx->nsent = 0;
 }
 
 /*
@@ -1035,6 +1038,30 @@ static int xiw_tx_frame_terminate(struct xiw_qp *qp)
 }
 
 /*
+ * Completes the Sends and Writes of this push whose last octet TCP took
+ * (RDMAP: complete once sent), all under one qp->lock.
+ */
+static void xiw_tx_complete_sent(struct xiw_qp *qp)
+{
+	struct xiw_qp_tx *tx = &qp->tx;
+	u32 end = tx->sent_head;
+
+	while (end < tx->nsent && tx->sent[end].end <= tx->out_sent)
+		end++;
+	if (end == tx->sent_head)
+		return;
+	spin_lock_bh(&qp->lock);
+	for (; tx->sent_head < end; tx->sent_head++) {
+		struct xiw_wqe *wqe = tx->sent[tx->sent_head].wqe;
+
+		wqe->status = XIW_WC_SUCCESS;
+		wqe->done = true;
+	}
+	xiw_sq_retire(qp);
+	spin_unlock_bh(&qp->lock);
+}
+
+/*
  * Hands what is framed to TCP, which copies it.  Returns 0 when all of it
  * went, -EAGAIN when TCP is full (write space will call again), -EFAULT if
  * a registration it points into was deregistered while it waited (the
@@ -1075,9 +1102,11 @@ static int xiw_tx_push(struct xiw_qp *qp)
 		if (rv < 0)
 			return rv;
 		tx->out_sent += rv;
+		xiw_tx_complete_sent(qp);
 	}
 	WRITE_ONCE(tx->wants_space, false);
 sent:
+	xiw_tx_complete_sent(qp);
 	xiw_tx_discard(tx);
 	return 0;
 }
@@ -1107,10 +1136,9 @@ static void xiw_tx_flush(struct xiw_qp *qp)
 
 	tx->cur = NULL;
 	/*
-	 * A message framed whole but not (known to be) sent is flushed below
-	 * with the rest; the next stream's first push must not complete it.
+	 * Messages framed whole but not (known to be) sent are flushed below
+	 * with the rest; the next stream's first push must not complete them.
 	 */
-	tx->cur_done_on_flush = false;
 	xiw_tx_discard(tx);
 	spin_lock_bh(&qp->lock);
 	qp->rx.orq_head = qp->rx.orq_tail;
@@ -1253,7 +1281,11 @@ static bool xiw_tx_frame_next(struct xiw_qp *qp)
 	}
 	if (xiw_tx_frame_message(qp))
 		return false;
-	tx->cur_done_on_flush = true;
+	tx->sent[tx->nsent++] = (struct xiw_tx_sent){
+		.wqe = tx->cur,
+		.end = tx->out_len,
+	};
+	tx->cur = NULL;
 	return true;
 }
 
@@ -1314,11 +1346,6 @@ static bool xiw_tx_run(struct xiw_qp *qp)
 			xiw_qp_fatal(qp, XIW_WC_FATAL_ERR);
 			return true;
 		}
-		if (tx->cur_done_on_flush) {
-			xiw_wqe_finish(qp, tx->cur, XIW_WC_SUCCESS);
-			tx->cur = NULL;
-			tx->cur_done_on_flush = false;
-		}
 		/*
 		 * A peer that reads as fast as a consumer posts keeps this
 		 * going: past its budget the QP queues its work again and
@@ -1328,8 +1355,11 @@ static bool xiw_tx_run(struct xiw_qp *qp)
 			xiw_qp_tx_kick(qp);
 			return false;
 		}
-		/* Fill the buffer with as much work as it takes. */
-		while (!tx->cur_done_on_flush && xiw_tx_frame_next(qp))
+		/*
+		 * Fill the buffer with as much work as it takes: a stream of
+		 * small messages goes to TCP in one send, as one segment.
+		 */
+		while (tx->nsent < XIW_TX_SENT_MAX && xiw_tx_frame_next(qp))
 			;
 		/* Every FPDU has its header in tx.buf. */
 		if (!tx->buf_len)
@@ -1413,11 +1443,44 @@ void xiw_qp_tx_kick(struct xiw_qp *qp)
 }
 
 /*
+ * Queues the QP's work on a CPU other than the caller's, if there is one:
+ * the caller goes on posting while the worker sends what it posts, in
+ * batches, rather than the two taking turns on one CPU a message or two
+ * at a time.  Should that CPU go offline meanwhile, the work runs on
+ * another (queue_work_on()).
+ */
+static void xiw_qp_tx_kick_aside(struct xiw_qp *qp)
+{
+	unsigned int cpu = cpumask_next(raw_smp_processor_id(),
+					cpu_online_mask);
+
+	if (cpu >= nr_cpu_ids)
+		cpu = cpumask_first(cpu_online_mask);
+	queue_work_on(cpu, xiw_wq, &qp->tx.work);
+}
+
+/*
  * The provider rang: send now, in the caller's context, unless another
- * sender is busy - it will then pick the new entries up.
+ * sender is busy - it will then pick the new entries up - or the consumer
+ * posts a stream (XIW_POST_STREAM): then the worker sends, the caller
+ * goes back to posting, and the notify flag stays up until the worker
+ * drained the queue, so that those posts ring no doorbell and go to TCP
+ * in batches.
  */
 void xiw_qp_tx_doorbell(struct xiw_qp *qp)
 {
+	struct xiw_ring_ctrl *ctrl = qp->sq.num ? xiw_sq_ctrl(qp) : NULL;
+
+	if (ctrl && READ_ONCE(ctrl->post_mode) != XIW_POST_NOW) {
+		/*
+		 * Up before the work is queued; a worker that is finishing
+		 * may let it down again, and the run queued here raises it
+		 * once more.  At worst a post rings once too often.
+		 */
+		smp_store_mb(ctrl->notify, 1);
+		xiw_qp_tx_kick_aside(qp);
+		return;
+	}
 	if (!mutex_trylock(&qp->tx.lock)) {
 		xiw_qp_tx_kick(qp);
 		return;

@@ -2,6 +2,7 @@
 //
 // Completion queues: the kernel produces CQEs into the shared ring, the
 // provider consumes them in poll_cq().
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -44,6 +45,8 @@ int destroy_cq(ibv_cq *ibcq) noexcept
 int poll_cq(ibv_cq *ibcq, int num_entries, ibv_wc *wc) noexcept
 {
 	cq *c = from_ibv(ibcq);
+	std::atomic_ref<std::uint32_t>(from_ibv(ibcq->context)->polls)
+		.fetch_add(1, std::memory_order_relaxed);
 	const std::lock_guard guard(c->lock);
 	const auto &q = c->queue;
 

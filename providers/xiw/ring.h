@@ -138,6 +138,12 @@ public:
 	void store_consumer(std::uint32_t v) const noexcept { store(ctrl().consumer, v); }
 	void store_producer(std::uint32_t v) const noexcept { store(ctrl().producer, v); }
 	void store_notify(std::uint32_t v) const noexcept { store(ctrl().notify, v); }
+	// enum xiw_post_mode, read by the doorbell after the producer index.
+	void store_post_mode(std::uint32_t v) const noexcept
+	{
+		std::atomic_ref<__u32>(ctrl().post_mode)
+			.store(v, std::memory_order_relaxed);
+	}
 
 	// Our own index: no other writer, so a relaxed read is enough.
 	std::uint32_t own(__u32 &index) const noexcept

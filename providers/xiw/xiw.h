@@ -89,6 +89,9 @@ struct context {
 	// The kernel takes the Flush rights as verbs access flags
 	// (XIW_CTX_NATIVE_FLUSH_ACCESS): they need not travel in the udata.
 	bool native_flush_access;
+	// Calls of poll_cq() on any of its CQs, counted so that a post can
+	// tell whether its consumer waited for anything since the last one.
+	std::uint32_t polls;
 };
 static_assert(std::is_trivially_destructible_v<context>);
 static_assert(std::is_standard_layout_v<context>);
@@ -114,6 +117,9 @@ struct qp {
 	std::uint32_t batch_producer;
 	xiw_sqe *batch_sqe; // the entry the wr_set_*() calls fill in
 	int batch_err;	    // first error of the batch, reported by wr_complete
+	// context::polls at the last post (sq_lock): unchanged at the next
+	// one, the consumer posts a stream.
+	std::uint32_t polls_at_post = UINT32_MAX;
 };
 
 // A shared receive queue: the ring the kernel takes receives from for every

@@ -9,10 +9,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/case_lib.bash"
 dp_bin=${XIW_BUILD_DIR:?set by scripts/guest}/tests/guest/xiw_datapath_test
 dp_port=7470
 
-# dp_run SERVER_HOST CLIENT_HOST SERVER_ADDR [MAX_SIZE]: one byte-checked
-# run of Send/Recv, Write and Read over every size up to MAX_SIZE.
+# dp_run SERVER_HOST CLIENT_HOST SERVER_ADDR [MAX_SIZE [stream]]: one
+# byte-checked run of Send/Recv, Write and Read over every size up to
+# MAX_SIZE; with "stream", of a stream of small Writes instead.
 dp_run() {
 	local server_host=$1 client_host=$2 addr=$3 max=${4:-4194304}
+	local mode=("${@:5}")
 	local log=$XIW_OUT/datapath-server-$dp_port.log rc=0
 	dp_port=$((dp_port + 1))
 	on "$server_host" "$dp_bin" server "$addr" "$dp_port" "$max" >"$log" 2>&1 &
@@ -22,7 +24,7 @@ dp_run() {
 		grep -q listening "$log" && break
 		sleep 0.1
 	done
-	on "$client_host" "$dp_bin" client "$addr" "$dp_port" "$max" || rc=$?
+	on "$client_host" "$dp_bin" client "$addr" "$dp_port" "$max" "${mode[@]}" || rc=$?
 	if ! wait "$server" && [ "$rc" = 0 ]; then
 		rc=1
 	fi

@@ -2,15 +2,19 @@
 // Byte-checked Send/Recv, RDMA Write and RDMA Read over librdmacm, for any
 // iWARP device (xiw, upstream siw).  Runs as a server and a client:
 //   xiw_datapath_test server ADDR PORT
-//   xiw_datapath_test client ADDR PORT [MAX_SIZE]
+//   xiw_datapath_test client ADDR PORT [MAX_SIZE [stream]]
 // The client drives; every size from 0 bytes up to MAX_SIZE (default
 // 4 MiB) goes each way, with a guard byte behind the target checked too.
+// With "stream" it posts a stream of small RDMA Writes instead, back to
+// back with few of them signaled, which the server checks as one range:
+// what a device that batches them must keep whole and in order.
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 
 #include "rdma_test_util.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cstdint>
@@ -25,9 +29,12 @@ namespace {
 using xiw_test::conn_param;
 using xiw_test::die;
 
+// The send queue holds a stream's window (write_stream()).
+constexpr std::uint32_t send_depth = 128;
+
 ibv_qp_init_attr qp_attr()
 {
-	return xiw_test::rc_qp_attr(16, 16);
+	return xiw_test::rc_qp_attr(send_depth, 16);
 }
 
 constexpr std::size_t default_max = 4u << 20;
@@ -201,7 +208,51 @@ void expect_ok(endpoint &ep, const char *what, std::size_t n)
 		     " bytes: data mismatch at the server");
 }
 
-int run_client(const char *addr, const char *port, std::size_t max)
+// Up to 4096 Writes of 64 bytes to consecutive addresses, each posted as
+// soon as the send queue has room, every 32nd signaled (its completion
+// stands for the ones before it); the server then checks the whole range.
+void write_stream(endpoint &ep, const ctrl_msg &hello, std::size_t max)
+{
+	constexpr std::size_t piece = 64;
+	constexpr std::size_t every = 32;
+	const std::size_t count = std::min<std::size_t>(max / piece, 4096);
+	const std::size_t len = count * piece;
+	ctrl_msg m{};
+
+	m.what = op::fill; // the guard byte behind the range
+	m.len = len;
+	m.seed = 7;
+	ep.send_ctrl(m);
+	expect_ok(ep, "fill", len);
+	fill(ep.buf.data(), len, ++m.seed);
+	std::size_t posted = 0;
+	std::size_t completed = 0;
+	while (completed < count) {
+		while (posted < count && posted - completed < send_depth) {
+			const std::size_t off = posted * piece;
+			const bool signaled = ++posted % every == 0 || posted == count;
+			if (rdma_post_write(ep.id, reinterpret_cast<void *>(posted),
+					    ep.buf.data() + off, piece, ep.buf_mr,
+					    signaled ? IBV_SEND_SIGNALED : 0,
+					    hello.addr + off, hello.rkey))
+				die("post write");
+		}
+		const ibv_wc wc = ep.wait_send("a Write of the stream");
+		if (wc.wr_id <= completed || wc.wr_id > posted)
+			fail("stream: completion " + std::to_string(wc.wr_id) +
+			     " after " + std::to_string(completed) + " of " +
+			     std::to_string(posted) + " posted");
+		completed = wc.wr_id;
+	}
+	m.what = op::check_write;
+	ep.send_ctrl(m);
+	expect_ok(ep, "stream of RDMA Writes", len);
+	std::printf("datapath: stream of %zu %zu-byte RDMA Writes ok\n", count,
+		    piece);
+}
+
+int run_client(const char *addr, const char *port, std::size_t max,
+	       bool stream)
 {
 	ibv_qp_init_attr attr = qp_attr();
 	endpoint ep;
@@ -220,6 +271,10 @@ int run_client(const char *addr, const char *port, std::size_t max)
 				       1024, 1447, 1448, 1449, 4095, 4096, 4097,
 				       65535, 65536, 100000, 1u << 20};
 	sizes.push_back(max);
+	if (stream) {
+		write_stream(ep, hello, max);
+		sizes.clear();
+	}
 	std::uint32_t seed = 1;
 	for (std::size_t n : sizes) {
 		if (n > max)
@@ -273,7 +328,7 @@ int run_client(const char *addr, const char *port, std::size_t max)
 	ep.send_ctrl(bye);
 	ep.recv_ctrl();
 	rdma_disconnect(ep.id);
-	std::printf("datapath client: all sizes ok\n");
+	std::printf("datapath client: %s ok\n", stream ? "the stream" : "all sizes");
 	return 0;
 }
 
@@ -289,5 +344,6 @@ int main(int argc, char **argv)
 	std::size_t max = argc > 4 ? std::strtoull(argv[4], nullptr, 0) : default_max;
 	if (std::strcmp(argv[1], "server") == 0)
 		return run_server(argv[2], argv[3], max);
-	return run_client(argv[2], argv[3], max);
+	return run_client(argv[2], argv[3], max,
+			  argc > 5 && std::strcmp(argv[5], "stream") == 0);
 }

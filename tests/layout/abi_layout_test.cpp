@@ -147,6 +147,7 @@ static_assert(sizeof(xiw_ring_ctrl) == 192);
 static_assert(sizeof(xiw_ring_ctrl) <= XIW_RING_ENTRIES_OFFSET);
 static_assert(XIW_RING_ENTRIES_OFFSET % alignof(xiw_sqe) == 0);
 static_assert(offsetof(xiw_ring_ctrl, producer) == 0);
+static_assert(offsetof(xiw_ring_ctrl, post_mode) == 4);
 static_assert(offsetof(xiw_ring_ctrl, consumer) == 64);
 static_assert(offsetof(xiw_ring_ctrl, notify) == 128);
 static_assert(offsetof(xiw_ring_ctrl, conn_flags) == 132);

@@ -185,9 +185,26 @@ enum xiw_conn_flags {
 	XIW_CONN_EXTENSIONS = 1 << 0,
 };
 
+/*
+ * xiw_ring_ctrl.post_mode of a send queue, set by the provider with each
+ * doorbell: how the kernel should take the entries it rings for.
+ */
+enum xiw_post_mode {
+	/* Send them now, in the doorbell's system call: one operation. */
+	XIW_POST_NOW = 0,
+	/*
+	 * The consumer posts a stream (no poll between posts): hand the
+	 * queue to the transmit worker and keep ctrl.notify up while it
+	 * drains, so that the posts that follow ring no doorbell and go to
+	 * TCP in batches.  A hint: any value but 0 means this.
+	 */
+	XIW_POST_STREAM = 1,
+};
+
 struct xiw_ring_ctrl {
 	__u32 producer;
-	__u32 reserved0[15];
+	__u32 post_mode;	/* send queue only: enum xiw_post_mode */
+	__u32 reserved0[14];
 	__u32 consumer;
 	__u32 reserved1[15];
 	__u32 notify;
