@@ -14,7 +14,7 @@ dp_port=7470
 # MAX_SIZE; with "stream", of a stream of small Writes instead.
 dp_run() {
 	local server_host=$1 client_host=$2 addr=$3 max=${4:-4194304}
-	local mode=("${@:5}")
+	local client_args=("${@:5}")
 	local log=$XIW_OUT/datapath-server-$dp_port.log rc=0
 	dp_port=$((dp_port + 1))
 	on "$server_host" "$dp_bin" server "$addr" "$dp_port" "$max" >"$log" 2>&1 &
@@ -24,7 +24,7 @@ dp_run() {
 		grep -q listening "$log" && break
 		sleep 0.1
 	done
-	on "$client_host" "$dp_bin" client "$addr" "$dp_port" "$max" "${mode[@]}" || rc=$?
+	on "$client_host" "$dp_bin" client "$addr" "$dp_port" "$max" "${client_args[@]}" || rc=$?
 	if ! wait "$server" && [ "$rc" = 0 ]; then
 		rc=1
 	fi
