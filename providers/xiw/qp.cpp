@@ -196,20 +196,25 @@ int fill_sqe(const qp &q, const ibv_send_wr &wr, xiw_sqe &sqe) noexcept
 
 // Publishes the SQEs up to producer and rings the doorbell unless the
 // kernel said it is still working on the queue (ctrl.notify).  A consumer
-// that polled no CQ since its last post streams: the doorbell hands the
-// queue to the kernel's worker, and the posts that follow while it sends
-// ring none (XIW_POST_STREAM); one that waited for something gets its
-// work sent in the doorbell's own system call, the shortest path for one
-// operation.  0, or the errno of the doorbell (EIO once the device went
-// away).  libibverbs writes the failing work request to bad_wr even for
-// an empty list: it must point somewhere.
+// streams when it polled no CQ since its last post, or when work it
+// posted before is not done yet (a window of outstanding requests): then
+// the doorbell hands the queue to the kernel's worker, and the posts that
+// follow while it sends ring none (XIW_POST_STREAM).  One that waited for
+// its last work request gets this one sent in the doorbell's own system
+// call, the shortest path for one operation.  0, or the errno of the
+// doorbell (EIO once the device went away).  libibverbs writes the
+// failing work request to bad_wr even for an empty list: it must point
+// somewhere.
 int sq_publish(qp &q, std::uint32_t producer) noexcept
 {
 	const std::uint32_t polls =
 		std::atomic_ref<std::uint32_t>(from_ibv(q.vqp.qp.context)->polls)
 			.load(std::memory_order_relaxed);
-	q.sq.store_post_mode(polls == q.polls_at_post ? XIW_POST_STREAM
-						      : XIW_POST_NOW);
+	const bool outstanding =
+		q.sq.load_consumer() != q.sq.own(q.sq.ctrl().producer);
+	q.sq.store_post_mode(polls == q.polls_at_post || outstanding
+				     ? XIW_POST_STREAM
+				     : XIW_POST_NOW);
 	q.polls_at_post = polls;
 	q.sq.store_producer(producer);
 	// Pairs with the kernel's barrier between clearing notify and
