@@ -17,6 +17,7 @@
 #include <linux/highmem.h>
 #include <linux/uio.h>
 #include <linux/net.h>
+#include <linux/sched/isolation.h>
 #include <linux/tcp.h>
 #include <net/tcp.h>
 
@@ -1446,16 +1447,22 @@ void xiw_qp_tx_kick(struct xiw_qp *qp)
  * Queues the QP's work on a CPU other than the caller's, if there is one:
  * the caller goes on posting while the worker sends what it posts, in
  * batches, rather than the two taking turns on one CPU a message or two
- * at a time.  Should that CPU go offline meanwhile, the work runs on
- * another (queue_work_on()).
+ * at a time.  Only CPUs that take workqueue work (not isolated ones,
+ * isolcpus= or nohz_full=) are chosen; should the one chosen go offline
+ * meanwhile, the work runs on another (queue_work_on()).
  */
 static void xiw_qp_tx_kick_aside(struct xiw_qp *qp)
 {
-	unsigned int cpu = cpumask_next(raw_smp_processor_id(),
-					cpu_online_mask);
+	const struct cpumask *wq_cpus = housekeeping_cpumask(HK_TYPE_WQ);
+	unsigned int cpu = cpumask_next_and(raw_smp_processor_id(), wq_cpus,
+					    cpu_online_mask);
 
 	if (cpu >= nr_cpu_ids)
-		cpu = cpumask_first(cpu_online_mask);
+		cpu = cpumask_first_and(wq_cpus, cpu_online_mask);
+	if (cpu >= nr_cpu_ids) {
+		xiw_qp_tx_kick(qp);
+		return;
+	}
 	queue_work_on(cpu, xiw_wq, &qp->tx.work);
 }
 
