@@ -1107,7 +1107,6 @@ static int xiw_tx_push(struct xiw_qp *qp)
 	}
 	WRITE_ONCE(tx->wants_space, false);
 sent:
-	xiw_tx_complete_sent(qp);
 	xiw_tx_discard(tx);
 	return 0;
 }

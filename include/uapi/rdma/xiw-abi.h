@@ -193,10 +193,11 @@ enum xiw_post_mode {
 	/* Send them now, in the doorbell's system call: one operation. */
 	XIW_POST_NOW = 0,
 	/*
-	 * The consumer posts a stream (no poll between posts): hand the
-	 * queue to the transmit worker and keep ctrl.notify up while it
-	 * drains, so that the posts that follow ring no doorbell and go to
-	 * TCP in batches.  A hint: any value but 0 means this.
+	 * The consumer posts a stream (no poll since its last post, or work
+	 * requests of the QP still outstanding): hand the queue to the
+	 * transmit worker and keep ctrl.notify up while it drains, so that
+	 * the posts that follow ring no doorbell and go to TCP in batches.
+	 * A hint: any value but 0 means this.
 	 */
 	XIW_POST_STREAM = 1,
 };
