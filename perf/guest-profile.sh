@@ -90,9 +90,12 @@ profile() {
 		echo "profile: $name on $dev ended before its profile did; not recorded" >&2
 		return 0
 	fi
-	# The result row: size, iterations, peak and average MB/s, Mpps.
-	rate=$(awk '/^[[:space:]]*[0-9]+[[:space:]]+[0-9]+/ {r = $5} END {printf "%.0f", r * 1e6}' \
-		"$out/client.log")
+	# The result row: size, iterations, then peak and average MB/s and
+	# Mpps (bandwidth tests) or the average latency in us (latency tests,
+	# one message in flight: messages per second are 1e6 / t_avg).
+	rate=$(awk '/t_avg/ {lat = 1}
+		/^[[:space:]]*[0-9]+[[:space:]]+[0-9]+/ {r = lat ? 1 / $3 : $5}
+		END {printf "%.0f", r * 1e6}' "$out/client.log")
 	busy=$(awk -v a="$ticks_before" -v b="$ticks_after" -v n="$(nproc)" 'BEGIN {
 		split(a, x, " "); split(b, y, " ")
 		printf "%.2f", n * (y[1] - x[1]) / (y[2] - x[2])
@@ -115,4 +118,12 @@ for dev in xiw0 siw0 rxe0; do
 	[ "$dev" = siw0 ] && continue
 	profile atomic_faa_o16 "$dev" ib_atomic_bw -A FETCH_AND_ADD -o 16
 	profile atomic_faa_o1 "$dev" ib_atomic_bw -A FETCH_AND_ADD -o 1
+done
+# One operation at a time: the kernel's share of a message is on the
+# critical path (the poster's system call sends, and over loopback the
+# receiver's parsing runs in the same call), user space is both sides
+# polling.
+for dev in xiw0 siw0 rxe0; do
+	profile write_lat_2 "$dev" ib_write_lat -s 2
+	profile send_lat_2 "$dev" ib_send_lat -s 2
 done

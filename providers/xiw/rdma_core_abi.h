@@ -571,8 +571,6 @@ int ibv_cmd_query_qp(ibv_qp *qp, ibv_qp_attr *qp_attr, int attr_mask,
 		     ibv_qp_init_attr *qp_init_attr, cmd_buf *cmd,
 		     std::size_t cmd_size);
 int ibv_cmd_destroy_qp(ibv_qp *qp);
-int ibv_cmd_post_send(ibv_qp *qp, ibv_send_wr *wr, ibv_send_wr **bad_wr);
-int ibv_cmd_post_recv(ibv_qp *qp, ibv_recv_wr *wr, ibv_recv_wr **bad_wr);
 int ibv_cmd_create_srq(ibv_pd *pd, ibv_srq *srq, ibv_srq_init_attr *attr,
 		       cmd_buf *cmd, std::size_t cmd_size, resp_buf *resp,
 		       std::size_t resp_size);

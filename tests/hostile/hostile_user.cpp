@@ -640,8 +640,9 @@ int run_query_states(const char *addr, const char *port)
 // after_removal: the device goes away (the script deletes the link when
 // told "ready") under a process with a QP; posting then must fail with an
 // errno, as with any verbs provider, not crash the process.  (Regression:
-// the provider rang the doorbell with a NULL bad_wr, which libibverbs
-// writes to when the command fails: a segfault in ibv_cmd_post_send.)
+// when the doorbell went through ibv_cmd_post_send(), the provider gave it
+// a NULL bad_wr, which libibverbs writes to when the command fails: a
+// segfault.)
 int run_after_removal()
 {
 	local_qp l(16, 4, 4);
