@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-# The guest half of perf/profile: each message-rate benchmark on each
-# device, one after another, with a software-clock profile of the whole
-# guest (`perf record -e cpu-clock -a -g`) taken while it streams.  Writes
-# to $XIW_OUT/profile/:
+# The guest half of perf/profile: each message-rate benchmark, then each
+# latency benchmark, on each device, one after another, with a
+# software-clock profile of the whole guest (`perf record -e cpu-clock -a
+# -g`) taken while it runs.  Writes to $XIW_OUT/profile/:
 #   rates.csv           benchmark, device, messages per second, samples
 #                       per CPU-second, CPUs, CPUs busy (/proc/stat)
 #   BENCH.DEV.data      the profile (perf report -i ... in this guest)
