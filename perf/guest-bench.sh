@@ -33,7 +33,7 @@ perftest() {
 	port=$((port + 1))
 	timeout 300 "$tool" -R -d "$dev" -p "$port" "$@" >"$XIW_OUT/server.log" 2>&1 &
 	local server=$!
-	sleep 3
+	wait_cm_listening "$port" || true
 	timeout 300 "$tool" -R -d "$dev" -p "$port" "$@" "$addr" >"$XIW_OUT/client.log" 2>&1 || {
 		cat "$XIW_OUT/client.log" "$XIW_OUT/server.log" >&2
 		kill "$server" 2>/dev/null || true

@@ -64,7 +64,7 @@ profile() {
 	timeout 180 "$tool" -R -d "$dev" -p "$port" -D "$run_secs" "$@" \
 		>"$out/server.log" 2>&1 &
 	local server=$!
-	sleep 3
+	wait_cm_listening "$port" || true
 	timeout 180 "$tool" -R -d "$dev" -p "$port" -D "$run_secs" "$@" "$addr" \
 		>"$out/client.log" 2>&1 &
 	local client=$!

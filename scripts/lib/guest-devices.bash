@@ -44,6 +44,23 @@ wait_listening() {
 	grep -q listening "$1"
 }
 
+# wait_cm_listening PORT: waits up to 30 s for an rdma_cm listener on PORT,
+# on any device (the core's resource tracking lists RoCE's and iWARP's
+# alike): perftest's client does not retry a refused connect, and how long
+# its server takes to listen varies with the host's load, so a fixed pause
+# either wastes time or is too short.  Fails if none appears.
+wait_cm_listening() {
+	local listening="state LISTEN .*src-addr [^ ]*:$1( |$)"
+	for _ in $(seq 1 300); do
+		# Not a pipe into grep -q: under pipefail its early exit can fail
+		# the match.
+		[[ $(rdma resource show cm_id 2>/dev/null) =~ $listening ]] && return 0
+		sleep 0.1
+	done
+	echo "nothing listens on rdma_cm port $1" >&2
+	return 1
+}
+
 # xiw_count_drains NAME [SECONDS]: xiw's debugfs count NAME (endpoints,
 # lingering) reaches 0 within SECONDS (10) times XIW_TIME_FACTOR; prints
 # "xiw NAME: 0", else "xiw NAME left: N" and fails.
