@@ -50,7 +50,9 @@ wait_listening() {
 # its server takes to listen varies with the host's load, so a fixed pause
 # either wastes time or is too short.  Fails if none appears.
 wait_cm_listening() {
-	local listening="state LISTEN .*src-addr [^ ]*:$1( |$)"
+	# One cm_id per line: the match must not run from one line into the next.
+	local nl=$'\n'
+	local listening="state LISTEN [^$nl]*src-addr [^ $nl]*:$1([ $nl]|$)"
 	for _ in $(seq 1 300); do
 		# Not a pipe into grep -q: under pipefail its early exit can fail
 		# the match.
