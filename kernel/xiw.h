@@ -231,7 +231,17 @@ struct xiw_term_info {
  */
 struct xiw_qp_tx {
 	struct mutex lock;		/* one sender at a time */
-	struct work_struct work;
+	struct work_struct work;	/* on xiw_tx_wq, high priority */
+	/*
+	 * On xiw_wq: the sender at nice 0, for a long Flush or Verify and
+	 * beyond the high-priority workers' share of a CPU.
+	 */
+	struct work_struct fair_work;
+	bool on_fair_worker;		/* this run is fair_work's */
+	bool handed_over;		/* fair_work queued for the rest */
+	bool fair_work_off;		/* being destroyed: not queued again */
+	/* On the high-priority worker: local_clock() it is charged up to. */
+	u64 high_since;
 	struct xiw_wqe *wqes;		/* shadow of the SQ ring */
 	u32 fetch;			/* next ring index to copy */
 	u32 retire;			/* next WQE to complete, = ctrl.consumer */
@@ -552,6 +562,7 @@ struct xiw_qp *xiw_qp_for_cm(struct iw_cm_id *id, u32 qpn);
 
 /* xiw_qp_tx.c */
 extern struct workqueue_struct *xiw_wq;
+extern struct workqueue_struct *xiw_tx_wq;
 int xiw_qp_tx_init(struct xiw_qp *qp);
 void xiw_qp_tx_reset_stream(struct xiw_qp *qp);
 void xiw_qp_tx_flush_now(struct xiw_qp *qp);

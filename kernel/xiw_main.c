@@ -315,17 +315,35 @@ static int __init xiw_init_module(void)
 	 * that hashes or flushes gigabytes for a peer's Verify or Flush
 	 * yields, but never sleeps, and a CPU's pool starts its next work
 	 * item only when the running one sleeps, so every other QP of that
-	 * CPU would wait for it.  Not high priority: a consumer that keeps
-	 * its SQ full keeps a worker busy for as long as it likes, and at
-	 * nice -20 that worker would take all but a hundredth of its CPU from
-	 * everything at nice 0 - ksoftirqd among them, and with it every
-	 * packet that CPU receives once softirqs are deferred to it.
+	 * CPU would wait for it.
+	 *
+	 * Transmit work is high priority, as nvme-tcp's I/O work is: a
+	 * consumer that busy-polls its CQ, as perftest and MPI do, shares its
+	 * CPU with the worker that sends what it posts, and at nice 0 that
+	 * worker got its fair half, and a stream of 64-byte Writes half the
+	 * rate (README, "Performance").  But a worker at nice -20 takes all
+	 * but a hundredth of its CPU while it runs, from every other thread
+	 * and from ksoftirqd, and with it every packet that CPU receives once
+	 * softirqs are deferred to it; and how long it runs is the
+	 * consumer's choice, who keeps the SQ full, or the peer's, who asks
+	 * for a Flush or Verify of gigabytes.  So at most three quarters of
+	 * each CPU's time go to high-priority runs (xiw_tx_share_update()),
+	 * and a thread at nice 0 keeps an eighth or more; the rest of
+	 * the work waits on xiw_wq at nice 0, and so do the long Flushes and
+	 * Verifies from the start (xiw_tx_request_is_long()).
 	 */
 	xiw_wq = alloc_workqueue("xiw", WQ_CPU_INTENSIVE | WQ_MEM_RECLAIM, 0);
 	if (!xiw_wq)
 		return -ENOMEM;
+	xiw_tx_wq = alloc_workqueue("xiw_tx", WQ_CPU_INTENSIVE | WQ_MEM_RECLAIM |
+				    WQ_HIGHPRI, 0);
+	if (!xiw_tx_wq) {
+		destroy_workqueue(xiw_wq);
+		return -ENOMEM;
+	}
 	err = register_netdevice_notifier(&xiw_netdev_notifier);
 	if (err) {
+		destroy_workqueue(xiw_tx_wq);
 		destroy_workqueue(xiw_wq);
 		return err;
 	}
@@ -364,6 +382,7 @@ static void __exit xiw_exit_module(void)
 	/* Endpoints' last work items may still close a socket gracefully. */
 	flush_workqueue(xiw_wq);
 	xiw_linger_end_all();
+	destroy_workqueue(xiw_tx_wq);
 	destroy_workqueue(xiw_wq);
 	debugfs_remove(xiw_debugfs);
 }

@@ -17,6 +17,8 @@
 #include <linux/highmem.h>
 #include <linux/uio.h>
 #include <linux/net.h>
+#include <linux/percpu.h>
+#include <linux/sched/clock.h>
 #include <linux/sched/isolation.h>
 #include <linux/tcp.h>
 #include <net/tcp.h>
@@ -47,6 +49,7 @@
 #define XIW_TX_ROUNDS 4
 
 struct workqueue_struct *xiw_wq;
+struct workqueue_struct *xiw_tx_wq;
 
 static struct xiw_ring_ctrl *xiw_sq_ctrl(struct xiw_qp *qp)
 {
@@ -936,6 +939,117 @@ static int xiw_tx_execute(struct xiw_qp *qp, struct xiw_irq_entry *e)
 }
 
 /*
+ * The high-priority workers' share of their CPU (xiw_init_module() says
+ * why they are high priority and why that must be bounded): each CPU's
+ * credit grows at three quarters of the clock's rate, up to
+ * XIW_TX_SHARE_BURST, and a run on the CPU's high-priority worker spends
+ * it as it goes, charged at each push and each request it executes.  Without credit the run stops
+ * there and leaves the rest to the nice-0 worker, xiw_tx_fair_work().
+ * However many QPs and however long their requests, over time at most
+ * three quarters of a CPU run at high priority, and a thread at nice 0
+ * keeps a fair part of the rest (hostile_user's send_stream: 42%; 1.2%
+ * without the cap).
+ */
+#define XIW_TX_SHARE_BURST (2 * NSEC_PER_MSEC)
+
+struct xiw_tx_share {
+	u64 stamp;		/* local_clock() of the last refill */
+	s64 credit;		/* ns the high-priority worker may still run */
+};
+
+static DEFINE_PER_CPU(struct xiw_tx_share, xiw_tx_share);
+
+/*
+ * Brings this CPU's credit up to date and charges it for @tx's
+ * high-priority run since it was last charged, if @tx is on that worker;
+ * whether credit is left.
+ */
+static bool xiw_tx_share_update(struct xiw_qp_tx *tx)
+{
+	struct xiw_tx_share *share = get_cpu_ptr(&xiw_tx_share);
+	u64 now = local_clock();
+	bool left;
+
+	/* local_clock() may step back a little from one CPU to another. */
+	if (now > share->stamp) {
+		share->credit = min_t(s64, XIW_TX_SHARE_BURST,
+				      share->credit +
+				      (s64)((now - share->stamp) / 4 * 3));
+		share->stamp = now;
+	}
+	if (tx->high_since) {
+		if (now > tx->high_since)
+			share->credit -= (s64)(now - tx->high_since);
+		tx->high_since = now;
+	}
+	left = share->credit > 0;
+	put_cpu_ptr(&xiw_tx_share);
+	return left;
+}
+
+/*
+ * Leaves the rest of this run to xiw_tx_fair_work(), at nice 0; until it
+ * ran, other runs do nothing (xiw_tx_run()).  Under tx.lock, with which
+ * xiw_qp_tx_destroy() turns fair_work off.
+ */
+static void xiw_tx_hand_over(struct xiw_qp *qp)
+{
+	struct xiw_qp_tx *tx = &qp->tx;
+
+	if (tx->fair_work_off)
+		return;
+	tx->handed_over = true;
+	queue_work(xiw_wq, &tx->fair_work);
+}
+
+/*
+ * Above this, a Flush to persistence or a Verify is executed on xiw_wq's
+ * nice-0 worker, not on the high-priority transmit worker: at the 50-115
+ * MB/s a TCG guest hashes (README, xiw_commit_bench), 64 KiB is about a
+ * millisecond of CPU.
+ */
+#define XIW_TX_LONG_REQUEST (64 * 1024)
+
+/*
+ * Whether executing @e takes CPU time in proportion to a length the peer
+ * chose (xiw_init_module() says why that matters).
+ */
+static bool xiw_tx_request_is_long(const struct xiw_irq_entry *e)
+{
+	u64 len = e->len;
+
+	if (e->opcode == XIW_OP_FLUSH_REQ) {
+		/* Global visibility alone is one barrier (xiw_mr_flush()). */
+		if (!(e->flush_flags & XIW_FLUSH_DISP_P))
+			return false;
+		if (e->flush_flags & XIW_FLUSH_DISP_R)
+			len = e->mr->length;
+	} else if (e->opcode != XIW_OP_VERIFY_REQ) {
+		return false;
+	}
+	return len > XIW_TX_LONG_REQUEST;
+}
+
+/*
+ * Whether @e is for xiw_tx_fair_work() to execute, which then picks the
+ * requests up where this run stops, at @e: a long request, or any once
+ * the high-priority worker has spent its CPU's share.
+ */
+static bool xiw_tx_defer_request(struct xiw_qp *qp,
+				 const struct xiw_irq_entry *e)
+{
+	struct xiw_qp_tx *tx = &qp->tx;
+
+	if (tx->on_fair_worker || tx->fair_work_off)
+		return false;
+	if (!xiw_tx_request_is_long(e) &&
+	    (!tx->high_since || xiw_tx_share_update(tx)))
+		return false;
+	xiw_tx_hand_over(qp);
+	return true;
+}
+
+/*
  * Executes the inbound requests and frames their responses, in the order
  * the requests arrived (RFC 7306 §7, draft-talpey §4: none overtakes
  * another).  Returns false when tx.buf is full, a request failed or must
@@ -967,6 +1081,8 @@ static bool xiw_tx_frame_responses(struct xiw_qp *qp)
 			 * registered pages: no request after it may change
 			 * them before (RFC 7306 §7, RDMA Read then Atomic).
 			 */
+			return false;
+		else if (xiw_tx_defer_request(qp, e))
 			return false;
 		else
 			err = xiw_tx_execute(qp, e);
@@ -1331,6 +1447,8 @@ static bool xiw_tx_run(struct xiw_qp *qp)
 	unsigned int pushes = 0;
 	int err;
 
+	if (tx->handed_over && !tx->on_fair_worker)
+		return false;
 	if (READ_ONCE(qp->state) == IB_QPS_ERR) {
 		xiw_tx_error(qp);
 		return true;
@@ -1355,12 +1473,21 @@ static bool xiw_tx_run(struct xiw_qp *qp)
 			xiw_qp_tx_kick(qp);
 			return false;
 		}
+		/* The high-priority worker stops where its share ends. */
+		if (tx->high_since && !xiw_tx_share_update(tx)) {
+			xiw_tx_hand_over(qp);
+			if (tx->handed_over)
+				return false;
+		}
 		/*
 		 * Fill the buffer with as much work as it takes: a stream of
 		 * small messages goes to TCP in one send, as one segment.
 		 */
 		while (tx->nsent < XIW_TX_SENT_MAX && xiw_tx_frame_next(qp))
 			;
+		/* What is framed is the fair worker's to push. */
+		if (tx->handed_over && !tx->on_fair_worker)
+			return false;
 		/* Every FPDU has its header in tx.buf. */
 		if (!tx->buf_len)
 			return !tx->cur;
@@ -1427,19 +1554,47 @@ static void xiw_tx_run_sq(struct xiw_qp *qp)
 	}
 }
 
+/* The sender at high priority, within its share of the CPU. */
 static void xiw_tx_work(struct work_struct *work)
 {
 	struct xiw_qp *qp = container_of(work, struct xiw_qp, tx.work);
+	struct xiw_qp_tx *tx = &qp->tx;
+
+	mutex_lock(&tx->lock);
+	if (xiw_tx_share_update(tx)) {
+		tx->high_since = local_clock();
+		xiw_tx_run_sq(qp);
+		xiw_tx_share_update(tx);
+		tx->high_since = 0;
+	} else {
+		xiw_tx_hand_over(qp);
+	}
+	mutex_unlock(&tx->lock);
+}
+
+/*
+ * The sender at nice 0: for a long Flush or Verify at the head of the
+ * requests, and for runs beyond the high-priority workers' share; what it
+ * sends after that request too, up to its budget.
+ */
+static void xiw_tx_fair_work(struct work_struct *work)
+{
+	struct xiw_qp *qp = container_of(work, struct xiw_qp, tx.fair_work);
 
 	mutex_lock(&qp->tx.lock);
-	xiw_tx_run_sq(qp);
+	if (!qp->tx.fair_work_off) {
+		qp->tx.handed_over = false;
+		qp->tx.on_fair_worker = true;
+		xiw_tx_run_sq(qp);
+		qp->tx.on_fair_worker = false;
+	}
 	mutex_unlock(&qp->tx.lock);
 }
 
 /* Makes the transmit path look at the QP again soon. */
 void xiw_qp_tx_kick(struct xiw_qp *qp)
 {
-	queue_work(xiw_wq, &qp->tx.work);
+	queue_work(xiw_tx_wq, &qp->tx.work);
 }
 
 /*
@@ -1462,7 +1617,7 @@ static void xiw_qp_tx_kick_aside(struct xiw_qp *qp)
 		xiw_qp_tx_kick(qp);
 		return;
 	}
-	queue_work_on(cpu, xiw_wq, &qp->tx.work);
+	queue_work_on(cpu, xiw_tx_wq, &qp->tx.work);
 }
 
 /*
@@ -1559,6 +1714,7 @@ int xiw_qp_tx_init(struct xiw_qp *qp)
 
 	mutex_init(&tx->lock);
 	INIT_WORK(&tx->work, xiw_tx_work);
+	INIT_WORK(&tx->fair_work, xiw_tx_fair_work);
 	/* All of it charged to the creator's memory cgroup. */
 	if (qp->sq.num) {
 		tx->wqes = kvcalloc(qp->sq.num, sizeof(*tx->wqes),
@@ -1624,6 +1780,15 @@ void xiw_qp_tx_destroy(struct xiw_qp *qp)
 	struct xiw_qp_tx *tx = &qp->tx;
 	u32 i;
 
+	/*
+	 * Each work item queues the other: fair_work first, off for good
+	 * (under tx.lock, so that no sender queues it after), then work,
+	 * which only queues itself from then on.
+	 */
+	mutex_lock(&tx->lock);
+	tx->fair_work_off = true;
+	mutex_unlock(&tx->lock);
+	cancel_work_sync(&tx->fair_work);
 	cancel_work_sync(&tx->work);
 	for (i = 0; tx->wqes && i < qp->sq.num; i++)
 		xiw_wqe_release(&tx->wqes[i]);

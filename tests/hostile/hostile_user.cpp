@@ -83,7 +83,9 @@
 //                QP's work queued behind it.  Then the loop yielded, but
 //                on a worker at nice -20: the thread got 1-5% of CPU 1,
 //                and ksoftirqd, starved as well, took the Read's request
-//                and answer off the sockets up to 2.8 s late.)
+//                and answer off the sockets up to 2.8 s late.  Once more
+//                when the worker went to nice -20 for perftest's sake,
+//                without the cap on its share of the CPU: 1.2%.)
 //   qp_steal     rdma_connect with qp_num = a QP of another process (in
 //                Init): EINVAL, no connection reaches the peer on PORT, the
 //                other QP stays in Init.  (Regression: it was bound.)
@@ -2064,7 +2066,9 @@ int run_send_stream(const char *addr, const char *port)
 	static u64 word = 0x5e11d57ea1, word_copy;
 	const int lfd = raw_listen(addr, port);
 	// A thread at nice 0 beside the transmit loop gets half its CPU from
-	// a worker at nice 0, about a hundredth from one at nice -20.
+	// a worker at nice 0, about a hundredth from one at nice -20; from
+	// xiw's, at nice -20 for at most three quarters of the CPU's time and
+	// at nice 0 beyond, an eighth or more.
 	constexpr double min_cpu_share = 0.1;
 	std::atomic<bool> done{false};
 	std::atomic<u64> octets{0};
