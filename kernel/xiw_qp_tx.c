@@ -943,8 +943,9 @@ static int xiw_tx_execute(struct xiw_qp *qp, struct xiw_irq_entry *e)
  * why they are high priority and why that must be bounded): each CPU's
  * credit grows at three quarters of the clock's rate, up to
  * XIW_TX_SHARE_BURST, and a run on the CPU's high-priority worker spends
- * it as it goes, charged at each push and each request it executes.  Without credit the run stops
- * there and leaves the rest to the nice-0 worker, xiw_tx_fair_work().
+ * it as it goes, charged at each push and each request it executes.
+ * Without credit the run stops there and leaves the rest to the nice-0
+ * worker, xiw_tx_fair_work().
  * However many QPs and however long their requests, over time at most
  * three quarters of a CPU run at high priority, and a thread at nice 0
  * keeps a fair part of the rest (hostile_user's send_stream: 42%; 1.2%
@@ -990,16 +991,17 @@ static bool xiw_tx_share_update(struct xiw_qp_tx *tx)
 /*
  * Leaves the rest of this run to xiw_tx_fair_work(), at nice 0; until it
  * ran, other runs do nothing (xiw_tx_run()).  Under tx.lock, with which
- * xiw_qp_tx_destroy() turns fair_work off.
+ * xiw_qp_tx_destroy() turns fair_work off; false once it is off.
  */
-static void xiw_tx_hand_over(struct xiw_qp *qp)
+static bool xiw_tx_hand_over(struct xiw_qp *qp)
 {
 	struct xiw_qp_tx *tx = &qp->tx;
 
 	if (tx->fair_work_off)
-		return;
+		return false;
 	tx->handed_over = true;
 	queue_work(xiw_wq, &tx->fair_work);
+	return true;
 }
 
 /*
@@ -1040,13 +1042,12 @@ static bool xiw_tx_defer_request(struct xiw_qp *qp,
 {
 	struct xiw_qp_tx *tx = &qp->tx;
 
-	if (tx->on_fair_worker || tx->fair_work_off)
+	if (tx->on_fair_worker)
 		return false;
 	if (!xiw_tx_request_is_long(e) &&
 	    (!tx->high_since || xiw_tx_share_update(tx)))
 		return false;
-	xiw_tx_hand_over(qp);
-	return true;
+	return xiw_tx_hand_over(qp);
 }
 
 /*
@@ -1447,7 +1448,8 @@ static bool xiw_tx_run(struct xiw_qp *qp)
 	unsigned int pushes = 0;
 	int err;
 
-	if (tx->handed_over && !tx->on_fair_worker)
+	/* The fair worker clears it, and never sets it in its own run. */
+	if (tx->handed_over)
 		return false;
 	if (READ_ONCE(qp->state) == IB_QPS_ERR) {
 		xiw_tx_error(qp);
@@ -1474,11 +1476,9 @@ static bool xiw_tx_run(struct xiw_qp *qp)
 			return false;
 		}
 		/* The high-priority worker stops where its share ends. */
-		if (tx->high_since && !xiw_tx_share_update(tx)) {
-			xiw_tx_hand_over(qp);
-			if (tx->handed_over)
-				return false;
-		}
+		if (tx->high_since && !xiw_tx_share_update(tx) &&
+		    xiw_tx_hand_over(qp))
+			return false;
 		/*
 		 * Fill the buffer with as much work as it takes: a stream of
 		 * small messages goes to TCP in one send, as one segment.
@@ -1486,7 +1486,7 @@ static bool xiw_tx_run(struct xiw_qp *qp)
 		while (tx->nsent < XIW_TX_SENT_MAX && xiw_tx_frame_next(qp))
 			;
 		/* What is framed is the fair worker's to push. */
-		if (tx->handed_over && !tx->on_fair_worker)
+		if (tx->handed_over)
 			return false;
 		/* Every FPDU has its header in tx.buf. */
 		if (!tx->buf_len)
