@@ -94,8 +94,11 @@ xiw_build_debug_kernel() {
 	local build=$1 key dir lockfd start
 	xiw_deps_ensure "${XIW_DEBUG_KERNEL_PACKAGES[@]}" || return 1
 	key=$(xiw_debug_kernel_key)
+	mkdir -p "$build/debug-kernel" || return 1
+	# Absolute: the build cds into the kernel tree and writes to $dir from
+	# there (a relative BUILD_DIR put bzImage and modules/ inside src/).
+	build=$(cd "$build" && pwd) || return 1
 	dir=$build/debug-kernel/$key
-	mkdir -p "$build/debug-kernel"
 	# Serialise concurrent callers; the second finds the first's result.
 	exec {lockfd}>"$build/debug-kernel/.lock"
 	if ! flock -n "$lockfd"; then
