@@ -6,6 +6,8 @@
 #ifndef XIW_H
 #define XIW_H
 
+#include <linux/crc32.h>
+#include <linux/crc32c.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/netdevice.h>
@@ -586,6 +588,22 @@ int xiw_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
 int xiw_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 		      const struct ib_recv_wr **bad_wr);
 int xiw_srq_take(struct xiw_srq *srq, struct xiw_rqe *rqe);
+
+/*
+ * xiw_crc.c: MPA's CRC32c (RFC 5044 §4.4), taken piece by piece.  A piece
+ * of at most xiw_crc_table_max octets goes to lib/crc32's table, a longer
+ * one to the crypto API: whichever was faster at load, at that length.
+ */
+extern unsigned int xiw_crc_table_max;
+void xiw_crc_select(void);
+
+/* The CRC register after @len more octets at @p (initial ~0, final ~). */
+static inline u32 xiw_crc_update(u32 crc, const void *p, unsigned int len)
+{
+	if (len <= xiw_crc_table_max)
+		return __crc32c_le(crc, p, len);
+	return crc32c(crc, p, len);
+}
 
 /* xiw_qp_rx.c */
 int xiw_wire_ops_init(void);

@@ -308,6 +308,7 @@ static int __init xiw_init_module(void)
 	err = xiw_wire_ops_init();
 	if (err)
 		return err;
+	xiw_crc_select();
 	/*
 	 * Senders wait on sockets and locks, so not a tasklet.  Per-CPU
 	 * workers: a response is framed on the CPU that took its request off

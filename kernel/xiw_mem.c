@@ -13,7 +13,6 @@
  * xiw_mr_srcu), so that once it returns the pages are their owner's again.
  */
 #include <linux/atomic.h>
-#include <linux/crc32c.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/highmem.h>
@@ -537,7 +536,7 @@ static int xiw_skb_copy_crc(const struct sk_buff *skb, int offset, u8 *to,
 		/* A chunk may run past the end asked for. */
 		len = min_t(unsigned int, len, n - done);
 		memcpy(to + done, data, len);
-		*crc = crc32c(*crc, data, len);
+		*crc = xiw_crc_update(*crc, data, len);
 		done += len;
 	}
 	skb_abort_seq_read(&seq);

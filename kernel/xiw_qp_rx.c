@@ -20,7 +20,6 @@
  * may issue a request into a freed ORQ slot; the parser's own state
  * cannot change, and the actor re-checks xiw_rx_parsing() after each.
  */
-#include <linux/crc32c.h>
 #include <linux/skbuff.h>
 #include <crypto/hash.h>
 #include <net/tcp.h>
@@ -1241,7 +1240,7 @@ static bool xiw_rx_place(struct xiw_qp *qp, struct sk_buff *skb, int off,
 		if (skb_copy_bits(skb, off, rx->tail + pos, n))
 			goto skb_fail;
 		if (crc)
-			*crc = crc32c(*crc, rx->tail + pos, n);
+			*crc = xiw_crc_update(*crc, rx->tail + pos, n);
 		return true;
 	}
 	/* The Immediate Data segment of a Send (checked to be 8 octets). */
@@ -1250,7 +1249,7 @@ static bool xiw_rx_place(struct xiw_qp *qp, struct sk_buff *skb, int off,
 		if (skb_copy_bits(skb, off, rx->imm + pos, n))
 			goto skb_fail;
 		if (crc)
-			*crc = crc32c(*crc, rx->imm + pos, n);
+			*crc = xiw_crc_update(*crc, rx->imm + pos, n);
 		return true;
 	}
 
@@ -1351,7 +1350,8 @@ static bool xiw_rx_check_marker(struct xiw_qp *qp)
 
 	rx->marker_got = 0;
 	if (qp->conn.crc)
-		rx->crc = crc32c(rx->crc, &rx->marker, XIW_MPA_MARKER_LEN);
+		rx->crc = xiw_crc_update(rx->crc, &rx->marker,
+					 XIW_MPA_MARKER_LEN);
 	if (ptr != (u16)(pos - fpdu_pos)) {
 		xiw_rx_fail(qp, XIW_TERM_LAYER_LLP, XIW_LLP_ETYPE_MPA,
 			    XIW_LLP_ECODE_MARKER);
@@ -1405,7 +1405,7 @@ static int xiw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 			if (skb_copy_bits(skb, off, to, n))
 				goto fatal;
 			if (qp->conn.crc)
-				rx->crc = crc32c(rx->crc, to, n);
+				rx->crc = xiw_crc_update(rx->crc, to, n);
 			if (!rx->hdr_got)
 				rx->fpdu_pos = rx->stream_pos;
 			rx->hdr_got += n;
@@ -1450,8 +1450,9 @@ static int xiw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 			goto fatal;
 		/* A marker may sit between the pad and the CRC. */
 		if (qp->conn.crc && rx->trailer_got < pad)
-			rx->crc = crc32c(rx->crc, rx->trailer + rx->trailer_got,
-					 min(n, pad - rx->trailer_got));
+			rx->crc = xiw_crc_update(rx->crc,
+						 rx->trailer + rx->trailer_got,
+						 min(n, pad - rx->trailer_got));
 		rx->trailer_got += n;
 		rx->stream_pos += n;
 		off += n;

@@ -12,7 +12,6 @@
  * take now goes when it signals write space.
  */
 #include <linux/bvec.h>
-#include <linux/crc32c.h>
 #include <crypto/hash.h>
 #include <linux/highmem.h>
 #include <linux/uio.h>
@@ -120,7 +119,7 @@ static void xiw_tx_marker_due(struct xiw_qp *qp)
 	xiw_mpa_marker_set(m, pos, pos + XIW_MPA_MARKER_LEN == tx->fpdu_pos ?
 				   pos : tx->fpdu_pos);
 	if (qp->conn.crc)
-		tx->crc = crc32c(tx->crc, m, sizeof(*m));
+		tx->crc = xiw_crc_update(tx->crc, m, sizeof(*m));
 	xiw_tx_add_vec(tx, virt_to_page(m), offset_in_page(m), sizeof(*m));
 }
 
@@ -142,7 +141,7 @@ static void xiw_tx_emit(struct xiw_qp *qp, struct page *page, u32 off,
 			n = min(n, xiw_mpa_marker_gap(xiw_tx_stream_pos(tx)));
 		}
 		if (va && qp->conn.crc) {
-			tx->crc = crc32c(tx->crc, va, n);
+			tx->crc = xiw_crc_update(tx->crc, va, n);
 			va += n;
 		}
 		xiw_tx_add_vec(tx, page, off, n);

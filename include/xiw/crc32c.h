@@ -3,7 +3,7 @@
  * xiw - CRC32c (Castagnoli, polynomial 0x1EDC6F41, reflected form
  * 0x82F63B78), as used by MPA (RFC 5044 §4; the same CRC as iSCSI,
  * RFC 3720 §12.1 / Appendix B.4).  User space only: the kernel module
- * uses the kernel's crc32c library.
+ * uses the kernel's implementations (kernel/xiw_crc.c says which).
  *
  *   xiw_crc32c(buf, len)            the final CRC value (init ~0, final ~)
  *   xiw_crc32c_update(crc, buf, len) raw register update, for streaming:
