@@ -126,4 +126,5 @@ done
 for dev in xiw0 siw0 rxe0; do
 	profile write_lat_2 "$dev" ib_write_lat -s 2
 	profile send_lat_2 "$dev" ib_send_lat -s 2
+	profile read_lat_2 "$dev" ib_read_lat -s 2
 done
