@@ -36,10 +36,15 @@ enum {
 	/* Calls per timed round, and rounds: the fastest round counts. */
 	XIW_CRC_CALLS = 64,
 	XIW_CRC_ROUNDS = 8,
+	/* The lengths timed: a header with its payload, and a page. */
+	XIW_CRC_SHORT = 128,
+	XIW_CRC_LONG = 4096,
 };
 
-/* The lengths timed, ascending: a header with its payload, and a page. */
-static const unsigned int xiw_crc_lengths[] __initconst = { 128, 4096 };
+/* Ascending: the table keeps the lengths up to its first loss. */
+static const unsigned int xiw_crc_lengths[] __initconst = {
+	XIW_CRC_SHORT, XIW_CRC_LONG
+};
 
 /* Nanoseconds of the fastest round of XIW_CRC_CALLS chained calls. */
 static u64 __init xiw_crc_time(u32 (*fn)(u32 crc, const u8 *p,
@@ -75,7 +80,7 @@ static u32 __init xiw_crc_by_table(u32 crc, const u8 *p, unsigned int len)
 
 void __init xiw_crc_select(void)
 {
-	static u8 buf[4096] __initdata;
+	static u8 buf[XIW_CRC_LONG] __initdata;
 	unsigned int i;
 
 	for (i = 0; i < sizeof(buf); i++)
