@@ -11,6 +11,7 @@
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/netdevice.h>
+#include <linux/skbuff.h>
 #include <linux/spinlock.h>
 #include <linux/xarray.h>
 #include <rdma/ib_umem.h>
@@ -658,9 +659,22 @@ u8 xiw_mr_fast_register(struct ib_pd *pd, struct ib_mr *ibmr, u32 key,
 			int access);
 enum xiw_access_error xiw_mr_invalidate(struct xiw_device *xdev,
 					struct ib_pd *pd, u32 stag);
+/*
+ * One pass of the receive path over an skb's octets, front to back:
+ * xiw_skb_cursor_copy() goes on where the last copy ended.  Opened with
+ * skb_prepare_seq_read(skb, from, to, &seq), pos 0; closed with
+ * skb_abort_seq_read().  A fragment stays mapped (kmap_atomic()) between
+ * copies: nothing may sleep while the pass is open.
+ */
+struct xiw_skb_cursor {
+	struct skb_seq_state seq;
+	unsigned int pos;	/* octets copied since from */
+};
+
+int xiw_skb_cursor_copy(struct xiw_skb_cursor *cur, void *to, size_t n,
+			u32 *crc);
 int xiw_mr_copy_from_skb(struct xiw_mr *mr, u64 addr,
-			 const struct sk_buff *skb, int offset, size_t len,
-			 u32 *crc);
+			 struct xiw_skb_cursor *cur, size_t len, u32 *crc);
 struct ib_mr *xiw_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *xiw_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 			      u64 iova, int access, struct ib_udata *udata);

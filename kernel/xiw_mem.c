@@ -506,67 +506,60 @@ int xiw_mr_hash(struct xiw_mr *mr, u64 addr, u32 len, u8 *out)
 	return err;
 }
 
+/*
+ * Copies the next @n octets of the cursor's pass to @to, extending *@crc
+ * over them when @crc is given.  Each chunk comes from the skb's linear
+ * part or from the fragment the pass has mapped (skb_seq_read()): the skb
+ * is walked once per pass, not once per copy.  The CRC covers the octets
+ * received, not the memory they were copied to, which may change under
+ * the copy (its owner, another QP placing there) - the consumer's race,
+ * not an MPA CRC error.  Each chunk is copied before its CRC is taken, so
+ * that a consumer polling its memory sees the data at once; a bad CRC
+ * still ends the stream before the message completes.
+ */
+int xiw_skb_cursor_copy(struct xiw_skb_cursor *cur, void *to, size_t n,
+			u32 *crc)
+{
+	u8 *dst = to;
+
+	while (n) {
+		const u8 *data;
+		size_t len = skb_seq_read(cur->pos, &data, &cur->seq);
+
+		if (!len)
+			return -EFAULT;
+		/* A chunk may run past the octets asked for. */
+		len = min(len, n);
+		memcpy(dst, data, len);
+		if (crc)
+			*crc = xiw_crc_update(*crc, data, len);
+		cur->pos += len;
+		dst += len;
+		n -= len;
+	}
+	return 0;
+}
+
 struct xiw_skb_source {
-	const struct sk_buff *skb;
-	int offset;
+	struct xiw_skb_cursor *cur;
 	u32 *crc;
 };
-
-/*
- * Copies @n octets of @skb from @offset to @to and extends *@crc over
- * them, chunk by chunk of the skb.  The CRC covers the octets received,
- * not the memory they were copied to, which may change under the copy
- * (its owner, another QP placing there) - the consumer's race, not an MPA
- * CRC error.  Each chunk is copied before its CRC is taken, so that a
- * consumer polling its memory sees the data at once; a bad CRC still ends
- * the stream before the message completes.  (__skb_checksum() would take
- * a pass of its own before the copy, and a CRC combine per fragment.)
- */
-static int xiw_skb_copy_crc(const struct sk_buff *skb, int offset, u8 *to,
-			    size_t n, u32 *crc)
-{
-	struct skb_seq_state seq;
-	unsigned int done = 0, len;
-	const u8 *data;
-
-	if (offset < 0 || offset > skb->len || n > skb->len - offset)
-		return -EFAULT;
-	skb_prepare_seq_read((struct sk_buff *)skb, offset, offset + n, &seq);
-	while (done < n && (len = skb_seq_read(done, &data, &seq))) {
-		/* A chunk may run past the end asked for. */
-		len = min_t(unsigned int, len, n - done);
-		memcpy(to + done, data, len);
-		*crc = xiw_crc_update(*crc, data, len);
-		done += len;
-	}
-	skb_abort_seq_read(&seq);
-	return done == n ? 0 : -EFAULT;
-}
 
 static int xiw_piece_copy_from_skb(void *kaddr, size_t n, void *arg)
 {
 	struct xiw_skb_source *src = arg;
-	int err = src->crc ?
-		  xiw_skb_copy_crc(src->skb, src->offset, kaddr, n, src->crc) :
-		  skb_copy_bits(src->skb, src->offset, kaddr, n);
 
-	if (err)
-		return err;
-	src->offset += n;
-	return 0;
+	return xiw_skb_cursor_copy(src->cur, kaddr, n, src->crc);
 }
 
 /*
- * Places @len bytes of @skb from @offset into @mr at @addr, extending the
+ * Places the next @len octets of @cur into @mr at @addr, extending the
  * running CRC32c when @crc is given.
  */
 int xiw_mr_copy_from_skb(struct xiw_mr *mr, u64 addr,
-			 const struct sk_buff *skb, int offset, size_t len,
-			 u32 *crc)
+			 struct xiw_skb_cursor *cur, size_t len, u32 *crc)
 {
-	struct xiw_skb_source src = {
-		.skb = skb, .offset = offset, .crc = crc,
-	};
+	struct xiw_skb_source src = { .cur = cur, .crc = crc };
 
 	return xiw_mr_walk(mr, addr, len, xiw_piece_copy_from_skb, &src);
 }

@@ -19,6 +19,8 @@
  * the QP may go to Error and flush the RQ and ORQ, and the transmit path
  * may issue a request into a freed ORQ slot; the parser's own state
  * cannot change, and the actor re-checks xiw_rx_parsing() after each.
+ * They run with the skb's current fragment mapped (struct xiw_skb_cursor)
+ * and so must not sleep, as in softirq.
  */
 #include <linux/skbuff.h>
 #include <crypto/hash.h>
@@ -1193,9 +1195,8 @@ static void xiw_rx_end_fpdu(struct xiw_qp *qp)
 	rx->handler->end(qp, xiw_ddp_last(rx->hdr.ctrl.ddp_ctrl));
 }
 
-/* Places @n payload bytes of the current FPDU from @skb at @off. */
-static bool xiw_rx_place(struct xiw_qp *qp, struct sk_buff *skb, int off,
-			 u32 n)
+/* Places the next @n payload octets of the current FPDU from @cur. */
+static bool xiw_rx_place(struct xiw_qp *qp, struct xiw_skb_cursor *cur, u32 n)
 {
 	struct xiw_qp_rx *rx = &qp->rx;
 	u32 *crc = qp->conn.crc ? &rx->crc : NULL;
@@ -1212,7 +1213,7 @@ static bool xiw_rx_place(struct xiw_qp *qp, struct sk_buff *skb, int off,
 	case XIW_OP_WRITE:
 		if (xiw_mr_copy_from_skb(rx->tagged_mr,
 					 xiw_get_be64(&rx->hdr.tagged.to) + pos,
-					 skb, off, n, crc))
+					 cur, n, crc))
 			goto tagged_fail;
 		return true;
 	case XIW_OP_READ_RESP:
@@ -1226,7 +1227,7 @@ static bool xiw_rx_place(struct xiw_qp *qp, struct sk_buff *skb, int off,
 			goto tagged_fail;
 		if (xiw_mr_copy_from_skb(e->wqe->mr[0],
 					 e->sink_to + e->placed + pos,
-					 skb, off, n, crc))
+					 cur, n, crc))
 			goto tagged_fail;
 		return true;
 	default:
@@ -1237,19 +1238,15 @@ static bool xiw_rx_place(struct xiw_qp *qp, struct sk_buff *skb, int off,
 	 * checked to fit when the segment began.
 	 */
 	if (rx->op->flags & XIW_OPF_VARLEN) {
-		if (skb_copy_bits(skb, off, rx->tail + pos, n))
+		if (xiw_skb_cursor_copy(cur, rx->tail + pos, n, crc))
 			goto skb_fail;
-		if (crc)
-			*crc = xiw_crc_update(*crc, rx->tail + pos, n);
 		return true;
 	}
 	/* The Immediate Data segment of a Send (checked to be 8 octets). */
 	if (rx->op->flags & XIW_OPF_IMM_LAST &&
 	    xiw_ddp_last(rx->hdr.ctrl.ddp_ctrl)) {
-		if (skb_copy_bits(skb, off, rx->imm + pos, n))
+		if (xiw_skb_cursor_copy(cur, rx->imm + pos, n, crc))
 			goto skb_fail;
-		if (crc)
-			*crc = xiw_crc_update(*crc, rx->imm + pos, n);
 		return true;
 	}
 
@@ -1273,8 +1270,7 @@ static bool xiw_rx_place(struct xiw_qp *qp, struct sk_buff *skb, int off,
 		chunk = min(n, rx->rqe.sge[i].length - at);
 		to = rx->rqe.sge[i].addr + at;
 		if (!xiw_mr_covers(rx->rqe_mr[i], to, chunk) ||
-		    xiw_mr_copy_from_skb(rx->rqe_mr[i], to, skb, off, chunk,
-					 crc)) {
+		    xiw_mr_copy_from_skb(rx->rqe_mr[i], to, cur, chunk, crc)) {
 			/*
 			 * Past the end of the registration, or its consumer
 			 * took the buffer away meanwhile.
@@ -1286,7 +1282,6 @@ static bool xiw_rx_place(struct xiw_qp *qp, struct sk_buff *skb, int off,
 			return false;
 		}
 		rx->msg_len += chunk;
-		off += chunk;
 		n -= chunk;
 	}
 	return true;
@@ -1360,10 +1355,16 @@ static bool xiw_rx_check_marker(struct xiw_qp *qp)
 	return true;
 }
 
-static int xiw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
-			unsigned int off, size_t len)
+/*
+ * Parses the next @len octets of @cur.  A stream of small FPDUs is many
+ * copies of a few octets each (control word, header, payload, trailer);
+ * each goes on where the last ended instead of walking the skb's
+ * fragments from the start again (skb_copy_bits()).
+ */
+static void xiw_rx_parse(struct xiw_qp *qp, struct xiw_skb_cursor *cur,
+			 size_t len)
+	__must_hold(&qp->lock)
 {
-	struct xiw_qp *qp = desc->arg.data;
 	struct xiw_qp_rx *rx = &qp->rx;
 	size_t left = len;
 
@@ -1379,12 +1380,12 @@ static int xiw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 			if (!gap || rx->marker_got) {
 				n = min_t(size_t, left,
 					  XIW_MPA_MARKER_LEN - rx->marker_got);
-				if (skb_copy_bits(skb, off, (u8 *)&rx->marker +
-						  rx->marker_got, n))
+				if (xiw_skb_cursor_copy(cur, (u8 *)&rx->marker +
+							rx->marker_got, n,
+							NULL))
 					goto fatal;
 				rx->marker_got += n;
 				rx->stream_pos += n;
-				off += n;
 				left -= n;
 				if (rx->marker_got == XIW_MPA_MARKER_LEN &&
 				    !xiw_rx_check_marker(qp))
@@ -1402,7 +1403,7 @@ static int xiw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 			want = rx->phase == XIW_RX_HEADER ? rx->hdr_len :
 				sizeof(struct xiw_ctrl);
 			n = min_t(size_t, want - rx->hdr_got, avail);
-			if (skb_copy_bits(skb, off, to, n))
+			if (xiw_skb_cursor_copy(cur, to, n, NULL))
 				goto fatal;
 			if (qp->conn.crc)
 				rx->crc = xiw_crc_update(rx->crc, to, n);
@@ -1410,19 +1411,18 @@ static int xiw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 				rx->fpdu_pos = rx->stream_pos;
 			rx->hdr_got += n;
 			rx->stream_pos += n;
-			off += n;
 			left -= n;
 			if (rx->hdr_got < want)
 				continue;
 			if (rx->phase == XIW_RX_CTRL) {
 				/* Sets hdr_len, which the control word ends. */
 				if (!xiw_rx_parse_ctrl(qp))
-					goto stop;
+					return;
 				rx->phase = XIW_RX_HEADER;
 				continue;
 			}
 			if (!xiw_rx_begin_fpdu(qp))
-				goto stop;
+				return;
 			rx->phase = rx->payload_len ? XIW_RX_PAYLOAD :
 						      XIW_RX_TRAILER;
 			continue;
@@ -1430,11 +1430,10 @@ static int xiw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 		case XIW_RX_PAYLOAD:
 			n = min_t(size_t, rx->payload_len - rx->payload_got,
 				  avail);
-			if (!xiw_rx_place(qp, skb, off, n))
-				goto stop;
+			if (!xiw_rx_place(qp, cur, n))
+				return;
 			rx->payload_got += n;
 			rx->stream_pos += n;
-			off += n;
 			left -= n;
 			if (rx->payload_got == rx->payload_len)
 				rx->phase = XIW_RX_TRAILER;
@@ -1446,7 +1445,8 @@ static int xiw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 				      rx->payload_len);
 		want = pad + XIW_MPA_CRC_LEN;
 		n = min_t(size_t, want - rx->trailer_got, avail);
-		if (skb_copy_bits(skb, off, rx->trailer + rx->trailer_got, n))
+		if (xiw_skb_cursor_copy(cur, rx->trailer + rx->trailer_got, n,
+					NULL))
 			goto fatal;
 		/* A marker may sit between the pad and the CRC. */
 		if (qp->conn.crc && rx->trailer_got < pad)
@@ -1455,7 +1455,6 @@ static int xiw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 						 min(n, pad - rx->trailer_got));
 		rx->trailer_got += n;
 		rx->stream_pos += n;
-		off += n;
 		left -= n;
 		if (rx->trailer_got < want)
 			continue;
@@ -1467,15 +1466,24 @@ static int xiw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 		xiw_rx_end_fpdu(qp);
 		xiw_rx_reset_fpdu(rx);
 	}
-stop:
-	if (!xiw_rx_parsing(qp))
-		desc->count = 0;
-	return len;
+	return;
 
 fatal:
 	xiw_rx_fail(qp, XIW_TERM_LAYER_LLP, XIW_LLP_ETYPE_MPA,
 		    XIW_LLP_ECODE_LOCAL_CATASTROPHIC);
-	desc->count = 0;
+}
+
+static int xiw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
+			unsigned int off, size_t len)
+{
+	struct xiw_qp *qp = desc->arg.data;
+	struct xiw_skb_cursor cur = { .pos = 0 };
+
+	skb_prepare_seq_read(skb, off, off + len, &cur.seq);
+	xiw_rx_parse(qp, &cur, len);
+	skb_abort_seq_read(&cur.seq);
+	if (!xiw_rx_parsing(qp))
+		desc->count = 0;
 	return len;
 }
 
