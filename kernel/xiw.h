@@ -231,6 +231,8 @@ struct xiw_term_info {
  *   term		filled under qp->lock (xiw_qp_send_terminate()) before
  *			the QP is in Error, read by the sender after
  *   wants_space		WRITE_ONCE/READ_ONCE: TCP's write_space callback
+ *   wants_answer	set by the sender, tested and cleared by RX, both
+ *			under qp->lock
  */
 struct xiw_qp_tx {
 	struct mutex lock;		/* one sender at a time */
@@ -293,6 +295,8 @@ struct xiw_qp_tx {
 	bool rtr_pending;		/* RFC 6581 RTR still to be sent */
 	bool close_pending;		/* close the stream after the error */
 	bool wants_space;		/* TCP was full: write space resumes */
+	/* Stopped for an ORD slot or a fence: an answer resumes it. */
+	bool wants_answer;
 	u8 flush_status;		/* for the oldest WQE when flushing */
 	struct xiw_term_info term;
 };

@@ -1403,10 +1403,9 @@ static void xiw_rx_parse(struct xiw_qp *qp, struct xiw_skb_cursor *cur,
 			want = rx->phase == XIW_RX_HEADER ? rx->hdr_len :
 				sizeof(struct xiw_ctrl);
 			n = min_t(size_t, want - rx->hdr_got, avail);
-			if (xiw_skb_cursor_copy(cur, to, n, NULL))
+			if (xiw_skb_cursor_copy(cur, to, n,
+						qp->conn.crc ? &rx->crc : NULL))
 				goto fatal;
-			if (qp->conn.crc)
-				rx->crc = xiw_crc_update(rx->crc, to, n);
 			if (!rx->hdr_got)
 				rx->fpdu_pos = rx->stream_pos;
 			rx->hdr_got += n;

@@ -403,7 +403,7 @@ static bool xiw_request_outstanding(struct xiw_qp *qp, struct xiw_wqe *wqe,
 void xiw_qp_sq_complete_request(struct xiw_qp *qp, struct xiw_wqe *wqe,
 				u32 seq, u8 status)
 {
-	bool invalidate;
+	bool invalidate, kick;
 	u32 stag;
 
 	spin_lock_bh(&qp->lock);
@@ -427,8 +427,22 @@ void xiw_qp_sq_complete_request(struct xiw_qp *qp, struct xiw_wqe *wqe,
 	spin_lock_bh(&qp->lock);
 	if (xiw_request_outstanding(qp, wqe, seq))
 		xiw_wqe_done(qp, wqe, status);
+	/*
+	 * The worker is needed by a sender that stopped for this answer (an
+	 * ORD slot, a fence), and helps a consumer that streams: it posts
+	 * again as answers complete, and a worker running meanwhile, the
+	 * SQ's notify flag up, takes those posts without a doorbell.  One
+	 * that waited for this answer (XIW_POST_NOW) polls for it next, and
+	 * a worker woken for nothing would first take the CPU from it (high
+	 * priority): a context switch each way into every round trip.  An
+	 * idle sender has the notify flag down, so that its next post rings.
+	 */
+	kick = qp->tx.wants_answer || (qp->sq.num &&
+		READ_ONCE(xiw_sq_ctrl(qp)->post_mode) == XIW_POST_STREAM);
+	qp->tx.wants_answer = false;
 	spin_unlock_bh(&qp->lock);
-	xiw_qp_tx_kick(qp);
+	if (kick)
+		xiw_qp_tx_kick(qp);
 }
 
 static u8 xiw_access_error_status(enum xiw_access_error why)
@@ -769,8 +783,10 @@ static bool xiw_tx_issue_request(struct xiw_qp *qp)
 	int err;
 
 	spin_lock_bh(&qp->lock);
-	if (rx->orq_tail - rx->orq_head >= max_t(u8, qp->ord, 1))
+	if (rx->orq_tail - rx->orq_head >= max_t(u8, qp->ord, 1)) {
+		qp->tx.wants_answer = true;
 		goto out;
+	}
 	switch (opcode) {
 	case XIW_OP_ATOMIC_REQ:
 		err = xiw_tx_frame_atomic_request(qp, wqe, &req_id);
@@ -1072,18 +1088,17 @@ static bool xiw_tx_frame_responses(struct xiw_qp *qp)
 			return true;
 		e = &tx->irq[tx->irq_head % XIW_MAX_IRD];
 
+		/*
+		 * What is framed by reference, a Read Response say, is
+		 * generated only when TCP copies it from the registered pages:
+		 * no request after it may change them before (RFC 7306 §7,
+		 * RDMA Read then Atomic).
+		 */
+		if (e->opcode != XIW_OP_READ_REQ &&
+		    (tx->nheld || xiw_tx_defer_request(qp, e)))
+			return false;
 		if (e->opcode == XIW_OP_READ_REQ)
 			err = xiw_tx_frame_read_response(qp, e, &last);
-		else if (tx->nheld)
-			/*
-			 * What is framed by reference, a Read Response say,
-			 * is generated only when TCP copies it from the
-			 * registered pages: no request after it may change
-			 * them before (RFC 7306 §7, RDMA Read then Atomic).
-			 */
-			return false;
-		else if (xiw_tx_defer_request(qp, e))
-			return false;
 		else
 			err = xiw_tx_execute(qp, e);
 		if (err == -ENOSPC)
@@ -1293,6 +1308,7 @@ static bool xiw_tx_requests_outstanding(struct xiw_qp *qp)
 
 	spin_lock_bh(&qp->lock);
 	outstanding = qp->rx.orq_head != qp->rx.orq_tail;
+	qp->tx.wants_answer |= outstanding;
 	spin_unlock_bh(&qp->lock);
 	return outstanding;
 }

@@ -7,7 +7,8 @@
 // 4 MiB) goes each way, with a guard byte behind the target checked too.
 // With "stream" it posts a stream of small RDMA Writes instead, back to
 // back with few of them signaled, which the server checks as one range:
-// what a device that batches them must keep whole and in order.
+// what a device that batches them must keep whole and in order; then a
+// burst of Reads beyond the ORD, in one post.
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
@@ -251,6 +252,50 @@ void write_stream(endpoint &ep, const ctrl_msg &hello, std::size_t max)
 		    piece);
 }
 
+// 64 Reads of 64 bytes of what the server holds, posted in one call at
+// ORD 4 with only the last signaled and fenced: the device issues each
+// next Read when an answer frees an ORD slot and the fenced one when all
+// before it are answered, with no post in between to wake it.
+void read_burst(endpoint &ep, const ctrl_msg &hello)
+{
+	constexpr std::size_t piece = 64;
+	constexpr std::size_t count = 64;
+	constexpr std::size_t len = piece * count;
+	ibv_sge sge[count];
+	ibv_send_wr wr[count];
+	ibv_send_wr *bad = nullptr;
+	ctrl_msg m{};
+
+	m.what = op::fill;
+	m.len = len;
+	m.seed = 91;
+	ep.send_ctrl(m);
+	expect_ok(ep, "fill", len);
+	std::memset(ep.buf.data(), 0, len);
+	for (std::size_t i = 0; i < count; i++) {
+		sge[i] = {reinterpret_cast<std::uintptr_t>(ep.buf.data()) + i * piece,
+			  piece, ep.buf_mr->lkey};
+		wr[i] = {};
+		wr[i].wr_id = i;
+		wr[i].next = i + 1 < count ? &wr[i + 1] : nullptr;
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = 1;
+		wr[i].opcode = IBV_WR_RDMA_READ;
+		wr[i].send_flags = i + 1 < count ? 0 : IBV_SEND_SIGNALED | IBV_SEND_FENCE;
+		wr[i].wr.rdma.remote_addr = hello.addr + i * piece;
+		wr[i].wr.rdma.rkey = hello.rkey;
+	}
+	if (ibv_post_send(ep.id->qp, wr, &bad))
+		die("post reads");
+	const ibv_wc wc = ep.wait_send("the last Read of the burst");
+	if (wc.wr_id != count - 1)
+		fail("read burst: completion " + std::to_string(wc.wr_id));
+	if (!matches(ep.buf.data(), len, m.seed))
+		fail("read burst: data mismatch");
+	std::printf("datapath: %zu %zu-byte RDMA Reads at ORD 4, the last fenced, ok\n",
+		    count, piece);
+}
+
 int run_client(const char *addr, const char *port, std::size_t max,
 	       bool stream)
 {
@@ -273,6 +318,7 @@ int run_client(const char *addr, const char *port, std::size_t max,
 	sizes.push_back(max);
 	if (stream) {
 		write_stream(ep, hello, max);
+		read_burst(ep, hello);
 		sizes.clear();
 	}
 	std::uint32_t seed = 1;

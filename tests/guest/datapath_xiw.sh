@@ -22,13 +22,14 @@ doorbells() {
 # stream_run: a stream of 4096 64-byte Writes, byte-checked; posted back to
 # back, they go to the kernel's worker in batches: far fewer doorbells than
 # posts (one per post if every post were sent on its own; about two per
-# send queue's window of 128 when they stream).
+# send queue's window of 128 when they stream).  Then 64 Reads beyond the
+# ORD in one post, the last fenced: only the answers resume the sender.
 stream_run() {
 	local before rings
 	before=$(doorbells)
 	dp_run b a "$XIW_ADDR_B" 262144 stream
 	rings=$(($(doorbells) - before))
-	echo "doorbells: $rings for 4096 Writes and 4 control messages"
+	echo "doorbells: $rings for 4096 Writes, 64 Reads and 6 control messages"
 	if ((rings >= 1024)); then
 		echo "FAIL: the stream rang a doorbell for every fourth post or more"
 		return 1
