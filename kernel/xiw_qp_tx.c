@@ -55,6 +55,16 @@ static struct xiw_ring_ctrl *xiw_sq_ctrl(struct xiw_qp *qp)
 	return qp->sq.mem;
 }
 
+/*
+ * The consumer posts without waiting for each completion (the provider's
+ * hint, XIW_POST_STREAM; anything but XIW_POST_NOW counts as a stream).
+ */
+static bool xiw_sq_streams(struct xiw_qp *qp)
+{
+	return qp->sq.num &&
+	       READ_ONCE(xiw_sq_ctrl(qp)->post_mode) != XIW_POST_NOW;
+}
+
 static struct xiw_sqe *xiw_sq_slot(struct xiw_qp *qp, u32 index)
 {
 	return xiw_ring_entry(&qp->sq, index);
@@ -437,8 +447,7 @@ void xiw_qp_sq_complete_request(struct xiw_qp *qp, struct xiw_wqe *wqe,
 	 * priority): a context switch each way into every round trip.  An
 	 * idle sender has the notify flag down, so that its next post rings.
 	 */
-	kick = qp->tx.wants_answer || (qp->sq.num &&
-		READ_ONCE(xiw_sq_ctrl(qp)->post_mode) == XIW_POST_STREAM);
+	kick = qp->tx.wants_answer || xiw_sq_streams(qp);
 	qp->tx.wants_answer = false;
 	spin_unlock_bh(&qp->lock);
 	if (kick)
@@ -1645,15 +1654,13 @@ static void xiw_qp_tx_kick_aside(struct xiw_qp *qp)
  */
 void xiw_qp_tx_doorbell(struct xiw_qp *qp)
 {
-	struct xiw_ring_ctrl *ctrl = qp->sq.num ? xiw_sq_ctrl(qp) : NULL;
-
-	if (ctrl && READ_ONCE(ctrl->post_mode) != XIW_POST_NOW) {
+	if (xiw_sq_streams(qp)) {
 		/*
 		 * Up before the work is queued; a worker that is finishing
 		 * may let it down again, and the run queued here raises it
 		 * once more.  At worst a post rings once too often.
 		 */
-		smp_store_mb(ctrl->notify, 1);
+		smp_store_mb(xiw_sq_ctrl(qp)->notify, 1);
 		xiw_qp_tx_kick_aside(qp);
 		return;
 	}
